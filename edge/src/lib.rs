@@ -1,0 +1,1 @@
+//! The edge receiver (a Cloudflare Worker). Skeleton: the Worker shell arrives with its own issue.

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every tool the tests and the local stack need, pinned, skipping what is already
+# present at the right version, so a second run takes seconds. See ../shared/TOOLCHAIN.md for
+# why each recipe is the way it is (this machine reaches only the package registries).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'setup: %s\n' "$*"; }
+
+rust_targets() {
+  local installed
+  installed=$(rustup target list --installed)
+  for target in wasm32-unknown-unknown x86_64-unknown-none; do
+    grep -qx "$target" <<<"$installed" || rustup target add "$target"
+  done
+}
+
+apt_packages() {
+  local missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]} (about a minute)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# wasm-bindgen's CLI must equal the wasm-bindgen crate in Cargo.lock exactly.
+wasm_bindgen_cli() {
+  local want have
+  want=$(cargo pkgid wasm-bindgen | sed 's/.*@//')
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$have" != "$want" ]; then
+    log "installing wasm-bindgen-cli $want (2-5 minutes)"
+    # Not --locked: the locked tree wants a webpki-roots release the registry here lacks.
+    cargo install -q wasm-bindgen-cli --version "=$want"
+  fi
+}
+
+rust_targets
+apt_packages
+wasm_bindgen_cli
+log "ready"

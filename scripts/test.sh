@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every check `make test` promises, in order, and ends with the test counts per runner.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=target/test-logs
+mkdir -p "$out" target/tmp
+# Chromium leaves a profile per run in TMPDIR; keep those under target/.
+export TMPDIR="$PWD/target/tmp" CHROMEDRIVER=/usr/bin/chromedriver
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# Sums the "test result" lines of one runner's log into "N passed, M failed".
+count() {
+  awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
+       END { printf "%d passed, %d failed\n", p, f }' "$1"
+}
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy (native, all targets)"
+cargo clippy --workspace --all-targets -- -D warnings
+step "clippy (wasm32: shared)"
+cargo clippy -p webhook-shared --all-targets --target wasm32-unknown-unknown -- -D warnings
+
+step "no_std build of shared (wasm32-unknown-unknown, x86_64-unknown-none)"
+cargo build -p webhook-shared --target wasm32-unknown-unknown
+# sha2's x86 intrinsics do not build for a soft-float target; its portable code does.
+cargo build -p webhook-shared --target x86_64-unknown-none --features sha2/force-soft
+
+step "native tests"
+cargo test --workspace 2>&1 | tee "$out/native.log"
+
+step "browser tests (headless Chromium)"
+cargo test -p webhook-shared --target wasm32-unknown-unknown 2>&1 | tee "$out/browser.log"
+
+printf '\n==> summary\n'
+printf 'native:  %s\n' "$(count "$out/native.log")"
+printf 'browser: %s (headless Chromium)\n' "$(count "$out/browser.log")"

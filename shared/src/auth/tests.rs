@@ -1,0 +1,191 @@
+//! Every method with right, wrong, rotated and expired credentials.
+
+use super::*;
+use crate::json::{parse, Json};
+use alloc::string::ToString;
+use alloc::vec;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+const VECTORS: &str = include_str!("../../tests/fixtures/standard_webhooks.json");
+
+fn vector(name: &str) -> String {
+    let vectors = parse(VECTORS.as_bytes()).unwrap();
+    String::from(vectors.get(name).and_then(Json::as_str).unwrap())
+}
+
+fn full_policy() -> AuthPolicy {
+    AuthPolicy {
+        bearer_tokens: vec![Credential::new(b"token-old"), Credential::new(b"token-new")],
+        basic_credentials: vec![Credential::new(b"forms:pa:ss")],
+        header: Some(HeaderCredentials { name: "X-Forms-Secret".into(), values: vec![Credential::new(b"h-1")] }),
+        signing_secrets: vec![
+            SigningSecret::parse(&vector("other_secret")).unwrap(),
+            SigningSecret::parse(&vector("secret")).unwrap(),
+        ],
+    }
+}
+
+fn signed(signature: &str, timestamp: &str) -> Vec<(String, String)> {
+    vec![
+        ("webhook-id".into(), vector("id")),
+        ("webhook-timestamp".into(), timestamp.into()),
+        ("webhook-signature".into(), signature.into()),
+    ]
+}
+
+fn check(policy: &AuthPolicy, headers: Vec<(String, String)>, now: i64, expected: Result<AuthMethod, AuthError>) {
+    let body = vector("body");
+    let got = policy.authenticate(&Headers::new(headers.clone()), body.as_bytes(), now);
+    assert_eq!(got, expected, "headers: {:?}", headers.iter().map(|(n, _)| n).collect::<Vec<_>>());
+}
+
+fn one(name: &str, value: &str) -> Vec<(String, String)> {
+    vec![(name.into(), value.into())]
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn bearer_tokens() {
+    let p = full_policy();
+    check(&p, one("Authorization", "Bearer token-new"), 0, Ok(AuthMethod::Bearer));
+    check(&p, one("authorization", "bearer  token-old "), 0, Ok(AuthMethod::Bearer));
+    check(&p, one("Authorization", "Bearer token-older"), 0, Err(AuthError::BadBearerToken));
+    check(&p, one("Authorization", "Bearer"), 0, Err(AuthError::MissingCredentials));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn basic_credentials() {
+    let p = full_policy();
+    // base64("forms:pa:ss") = Zm9ybXM6cGE6c3M=: the password may hold a colon.
+    check(&p, one("Authorization", "Basic Zm9ybXM6cGE6c3M="), 0, Ok(AuthMethod::Basic));
+    check(&p, one("Authorization", "BASIC Zm9ybXM6cGE6c3M="), 0, Ok(AuthMethod::Basic));
+    // base64("forms:pass")
+    check(&p, one("Authorization", "Basic Zm9ybXM6cGFzcw=="), 0, Err(AuthError::BadBasicCredentials));
+    check(&p, one("Authorization", "Basic not*base64"), 0, Err(AuthError::BadBasicCredentials));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn custom_header() {
+    let p = full_policy();
+    check(&p, one("x-forms-secret", "h-1"), 0, Ok(AuthMethod::Header));
+    check(&p, one("X-Forms-Secret", "h-2"), 0, Err(AuthError::BadHeaderValue));
+    check(&p, one("X-Other", "h-1"), 0, Err(AuthError::MissingCredentials));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn standard_webhooks_signatures() {
+    let p = full_policy();
+    let (sig, ts) = (vector("signature"), vector("timestamp"));
+    let now: i64 = ts.parse().unwrap();
+    check(&p, signed(&sig, &ts), now, Ok(AuthMethod::Signature));
+    // Rotation: the sender signs with both keys; either accepted key is enough.
+    let both = alloc::format!("v1,bm90LWl0 {} {}", vector("signature_other_key"), sig);
+    check(&p, signed(&both, &ts), now, Ok(AuthMethod::Signature));
+    check(&p, signed(&vector("signature_other_key"), &ts), now, Ok(AuthMethod::Signature));
+    // Tolerance: five minutes either way, inclusive.
+    check(&p, signed(&sig, &ts), now + 300, Ok(AuthMethod::Signature));
+    check(&p, signed(&sig, &ts), now - 300, Ok(AuthMethod::Signature));
+    check(&p, signed(&sig, &ts), now + 301, Err(AuthError::SignatureTimestampOutOfRange));
+    check(&p, signed(&sig, &ts), now - 301, Err(AuthError::SignatureTimestampOutOfRange));
+    // Wrong body, unsupported version, altered timestamp, malformed headers.
+    check(&p, signed(&vector("signature_of_other_body"), &ts), now, Err(AuthError::BadSignature));
+    check(&p, signed(&sig.replace("v1,", "v2,"), &ts), now, Err(AuthError::BadSignature));
+    let shifted = (now + 1).to_string();
+    check(&p, signed(&sig, &shifted), now, Err(AuthError::BadSignature));
+    check(&p, signed(&sig, "-5"), now, Err(AuthError::MalformedSignatureHeaders));
+    check(&p, signed(&sig, &alloc::format!("{ts}.0")), now, Err(AuthError::MalformedSignatureHeaders));
+    check(&p, one("webhook-signature", &sig), now, Err(AuthError::MalformedSignatureHeaders));
+    // Only the key that is no longer accepted: refused.
+    let rotated_out = AuthPolicy {
+        signing_secrets: vec![SigningSecret::parse(&vector("other_secret")).unwrap()],
+        ..AuthPolicy::default()
+    };
+    check(&rotated_out, signed(&sig, &ts), now, Err(AuthError::BadSignature));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn our_signatures_match_the_python_vectors() {
+    let secret = SigningSecret::parse(&vector("secret")).unwrap();
+    let header = signature_header(&secret, &vector("id"), &vector("timestamp"), vector("body").as_bytes());
+    assert_eq!(header, vector("signature"));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn fails_closed_and_reports_the_presented_method() {
+    check(&AuthPolicy::default(), one("Authorization", "Bearer anything"), 0, Err(AuthError::NotConfigured));
+    let empty_header =
+        AuthPolicy { header: Some(HeaderCredentials { name: "x-k".into(), values: vec![] }), ..AuthPolicy::default() };
+    check(&empty_header, one("x-k", ""), 0, Err(AuthError::NotConfigured));
+    let p = full_policy();
+    check(&p, vec![], 0, Err(AuthError::MissingCredentials));
+    // A wrong bearer token does not hide behind a right custom header: any method accepting wins.
+    let mixed = vec![("Authorization".into(), "Bearer wrong".into()), ("X-Forms-Secret".into(), "h-1".into())];
+    check(&p, mixed, 0, Ok(AuthMethod::Header));
+    // Bearer only configured: a Basic header is no credential for it.
+    let bearer_only = AuthPolicy { bearer_tokens: vec![Credential::new(b"t")], ..AuthPolicy::default() };
+    check(&bearer_only, one("Authorization", "Basic dDp0"), 0, Err(AuthError::MissingCredentials));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn reasons_are_distinct() {
+    use AuthError::*;
+    let all = [
+        NotConfigured,
+        MissingCredentials,
+        BadBearerToken,
+        BadBasicCredentials,
+        BadHeaderValue,
+        MalformedSignatureHeaders,
+        SignatureTimestampOutOfRange,
+        BadSignature,
+    ];
+    let mut reasons: Vec<_> = all.iter().map(|e| e.reason()).collect();
+    reasons.sort();
+    reasons.dedup();
+    assert_eq!(reasons.len(), all.len());
+}
+
+/// Cross-check against the `standardwebhooks` crate on the same inputs.
+#[cfg(not(target_arch = "wasm32"))]
+mod against_standardwebhooks {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn verdicts_agree(
+            key in prop::collection::vec(any::<u8>(), 1..40),
+            // The crate signs only UTF-8 payloads.
+            body in "\\PC{0,100}",
+            id in "[a-zA-Z0-9_]{1,20}",
+            skew in -600i64..600,
+            tamper in any::<bool>(),
+        ) {
+            // The crate reads the clock itself, so both sides are given the real time here.
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+            let sent_at = now + skew;
+            let secret_text = SigningSecret::encode(&key);
+            let secret = SigningSecret::parse(&secret_text).unwrap();
+            let theirs = standardwebhooks::Webhook::new(&secret_text).unwrap();
+            let ts = sent_at.to_string();
+            let signature = theirs.sign(&id, sent_at, body.as_bytes()).unwrap();
+            prop_assert_eq!(&signature, &signature_header(&secret, &id, &ts, body.as_bytes()));
+
+            let mut received = body.clone().into_bytes();
+            if tamper {
+                received.push(b'!');
+            }
+            let pairs = [("webhook-id", id.clone()), ("webhook-timestamp", ts), ("webhook-signature", signature)];
+            let mut map = http::HeaderMap::new();
+            for (name, value) in &pairs {
+                map.insert(*name, value.parse().unwrap());
+            }
+            let policy = AuthPolicy { signing_secrets: vec![secret], ..AuthPolicy::default() };
+            let ours = policy.authenticate(&Headers::new(pairs), &received, now).is_ok();
+            // Away from the window's edges, where a second ticking between the two calls matters.
+            if !(295..=305).contains(&skew.abs()) {
+                prop_assert_eq!(ours, theirs.verify(&received, &map).is_ok());
+            }
+            prop_assert_eq!(ours, !tamper && skew.abs() <= 300);
+        }
+    }
+}

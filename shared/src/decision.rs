@@ -1,0 +1,200 @@
+//! The decision table: every outcome of a request, its HTTP status, stable code and body.
+//!
+//! One total `match`, no wildcard: adding an outcome does not compile until it has a row.
+//! Bodies are JSON with `code` and a human `message`; 5xx bodies never carry internal text.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use crate::auth::AuthError;
+use crate::envelope::EnvelopeError;
+use crate::json::{write_string, JsonError};
+use crate::key::KeyError;
+use crate::receipt::ReceiptStatus;
+use crate::store::{PermanentStoreError, RetryableStoreError};
+
+/// Seconds a sender is asked to wait before retrying after a 503.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+/// What became of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// `GET /healthz`.
+    Health,
+    /// No route has this path.
+    NotFound,
+    /// The path exists but not for this method; the value is the `Allow` header.
+    MethodNotAllowed(&'static str),
+    /// The body is not `application/json`.
+    UnsupportedMediaType,
+    /// The body is larger than the configured limit.
+    PayloadTooLarge,
+    /// The receiver's configuration is broken; the value names what is wrong, for the log.
+    ConfigInvalid(&'static str),
+    /// The sender is not authenticated.
+    Unauthenticated(AuthError),
+    /// No authentication method is configured, so nothing is accepted.
+    AuthNotConfigured,
+    /// The body is not a valid envelope.
+    InvalidEnvelope(EnvelopeError),
+    /// The idempotency key is missing or does not match the envelope.
+    InvalidKey(KeyError),
+    /// A receipt with this key exists with a different payload fingerprint.
+    KeyReused,
+    /// The receipt was stored now.
+    Stored(ReceiptSummary),
+    /// A receipt already existed for this key and payload.
+    Duplicate(ReceiptSummary),
+    /// The store could not prove durability; the sender should retry.
+    StoreUnavailable(RetryableStoreError),
+    /// The store refused the request in a way only a configuration change fixes.
+    StoreMisconfigured(PermanentStoreError),
+}
+
+/// What a 2xx tells the sender about its receipt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceiptSummary {
+    /// The submission ID.
+    pub submission_id: String,
+    /// The receipt's status (for a duplicate: the original receipt's).
+    pub status: ReceiptStatus,
+    /// When the receipt was first stored.
+    pub received_at: String,
+}
+
+/// The HTTP response the shell renders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// Stable machine-readable code, also in the body.
+    pub code: &'static str,
+    /// Extra headers (`Content-Type` is always `application/json`).
+    pub headers: Vec<(&'static str, String)>,
+    /// JSON body.
+    pub body: String,
+}
+
+impl Outcome {
+    /// The detail behind the code, for the log line: which check failed and why.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            Outcome::ConfigInvalid(what) => Some(what),
+            Outcome::Unauthenticated(e) => Some(e.reason()),
+            Outcome::InvalidEnvelope(e) => Some(e.reason()),
+            Outcome::InvalidKey(e) => Some(e.reason()),
+            Outcome::StoreUnavailable(e) => Some(crate::store::StoreError::Retryable(*e).reason()),
+            Outcome::StoreMisconfigured(e) => Some(crate::store::StoreError::Permanent(*e).reason()),
+            _ => None,
+        }
+    }
+
+    /// The response for this outcome.
+    pub fn response(&self) -> Response {
+        use Extra as X;
+        let (status, code, message, extra) = match self {
+            Outcome::Health => (200, "ok", "healthy", X::Nothing),
+            Outcome::NotFound => (404, "not_found", "no such endpoint", X::Nothing),
+            Outcome::MethodNotAllowed(allow) => {
+                (405, "method_not_allowed", "method not allowed on this endpoint", X::Allow(allow))
+            }
+            Outcome::UnsupportedMediaType => {
+                (415, "unsupported_media_type", "the body must be application/json", X::Nothing)
+            }
+            Outcome::PayloadTooLarge => {
+                (413, "payload_too_large", "the body is larger than this receiver accepts", X::Nothing)
+            }
+            Outcome::ConfigInvalid(_) => (500, "config_invalid", "the receiver is misconfigured", X::Nothing),
+            Outcome::Unauthenticated(_) => (401, "unauthenticated", "the sender is not authenticated", X::Nothing),
+            Outcome::AuthNotConfigured => {
+                (500, "auth_not_configured", "the receiver has no sender authentication configured", X::Nothing)
+            }
+            Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(e)) => {
+                (400, "invalid_json", "the body is not valid JSON", X::Reason(json_reason(*e)))
+            }
+            Outcome::InvalidEnvelope(e) => {
+                (400, "invalid_envelope", "the body is not a valid form.submitted delivery", X::Reason(e.reason()))
+            }
+            Outcome::InvalidKey(e) => (
+                400,
+                "invalid_idempotency_key",
+                "Idempotency-Key must be staticforms:form.submitted:<submissionId>",
+                X::Reason(e.reason()),
+            ),
+            Outcome::KeyReused => (
+                422,
+                "idempotency_key_reused",
+                "this idempotency key was already used with different form content",
+                X::Nothing,
+            ),
+            Outcome::Stored(summary) => (202, "stored", "receipt stored", X::Receipt(summary, false)),
+            Outcome::Duplicate(summary) => {
+                (200, "duplicate", "receipt already stored; nothing new was written", X::Receipt(summary, true))
+            }
+            Outcome::StoreUnavailable(_) => {
+                (503, "store_unavailable", "the receipt could not be stored; retry later", X::RetryAfter)
+            }
+            Outcome::StoreMisconfigured(_) => {
+                (500, "store_misconfigured", "the receipt could not be stored", X::Nothing)
+            }
+        };
+        let mut body = String::from("{\"code\":");
+        write_string(code, &mut body);
+        body.push_str(",\"message\":");
+        write_string(message, &mut body);
+        let mut headers = Vec::new();
+        match extra {
+            X::Nothing => {}
+            X::Allow(allow) => headers.push(("Allow", String::from(allow))),
+            X::RetryAfter => headers.push(("Retry-After", alloc::format!("{RETRY_AFTER_SECS}"))),
+            X::Reason(reason) => {
+                body.push_str(",\"reason\":");
+                write_string(reason, &mut body);
+            }
+            X::Receipt(summary, duplicate) => {
+                write_summary(&mut body, summary, duplicate);
+                if duplicate {
+                    headers.push(("Idempotent-Replayed", String::from("true")));
+                }
+            }
+        }
+        body.push('}');
+        Response { status, code, headers, body }
+    }
+}
+
+/// What a response carries beyond `code` and `message`.
+enum Extra<'a> {
+    Nothing,
+    /// The `Allow` header.
+    Allow(&'a str),
+    /// The `Retry-After` header.
+    RetryAfter,
+    /// A stable `reason` field naming the failed check.
+    Reason(&'static str),
+    /// The receipt's summary, and whether it is a duplicate.
+    Receipt(&'a ReceiptSummary, bool),
+}
+
+fn json_reason(error: JsonError) -> &'static str {
+    match error {
+        JsonError::NotUtf8 => "not_utf8",
+        JsonError::Syntax { .. } => "syntax",
+        JsonError::TooDeep => "too_deep",
+        JsonError::DuplicateKey => "duplicate_key",
+    }
+}
+
+fn write_summary(body: &mut String, summary: &ReceiptSummary, duplicate: bool) {
+    body.push_str(",\"submissionId\":");
+    write_string(&summary.submission_id, body);
+    body.push_str(",\"status\":");
+    write_string(summary.status.as_str(), body);
+    body.push_str(",\"receivedAt\":");
+    write_string(&summary.received_at, body);
+    let _ = write!(body, ",\"duplicate\":{duplicate}");
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,116 @@
+//! Every row of the decision table.
+
+use super::*;
+use crate::json::{parse, Json};
+use crate::store::{PermanentStoreError as P, RetryableStoreError as R};
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+fn summary() -> ReceiptSummary {
+    ReceiptSummary {
+        submission_id: "sub_1".into(),
+        status: ReceiptStatus::Completed,
+        received_at: "2026-11-30T06:21:53.123Z".into(),
+    }
+}
+
+/// A name and value expected in a response header or body member.
+type Pair = Option<(&'static str, &'static str)>;
+
+/// `(outcome, status, code, extra header, extra body member)`.
+fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
+    vec![
+        (Outcome::Health, 200, "ok", None, None),
+        (Outcome::NotFound, 404, "not_found", None, None),
+        (Outcome::MethodNotAllowed("POST"), 405, "method_not_allowed", Some(("Allow", "POST")), None),
+        (Outcome::UnsupportedMediaType, 415, "unsupported_media_type", None, None),
+        (Outcome::PayloadTooLarge, 413, "payload_too_large", None, None),
+        (Outcome::ConfigInvalid("RECEIPTS_TABLE"), 500, "config_invalid", None, None),
+        (Outcome::Unauthenticated(AuthError::BadSignature), 401, "unauthenticated", None, None),
+        (Outcome::AuthNotConfigured, 500, "auth_not_configured", None, None),
+        (
+            Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::TooDeep)),
+            400,
+            "invalid_json",
+            None,
+            Some(("reason", "too_deep")),
+        ),
+        (
+            Outcome::InvalidEnvelope(EnvelopeError::MissingSubmissionId),
+            400,
+            "invalid_envelope",
+            None,
+            Some(("reason", "missing_submission_id")),
+        ),
+        (
+            Outcome::InvalidKey(KeyError::Mismatch),
+            400,
+            "invalid_idempotency_key",
+            None,
+            Some(("reason", "idempotency_key_mismatch")),
+        ),
+        (Outcome::KeyReused, 422, "idempotency_key_reused", None, None),
+        (Outcome::Stored(summary()), 202, "stored", None, Some(("submissionId", "sub_1"))),
+        (
+            Outcome::Duplicate(summary()),
+            200,
+            "duplicate",
+            Some(("Idempotent-Replayed", "true")),
+            Some(("status", "COMPLETED")),
+        ),
+        (Outcome::StoreUnavailable(R::Timeout), 503, "store_unavailable", Some(("Retry-After", "5")), None),
+        (Outcome::StoreMisconfigured(P::AccessDenied), 500, "store_misconfigured", None, None),
+    ]
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn every_outcome_has_its_row() {
+    for (outcome, status, code, header, member) in rows() {
+        let response = outcome.response();
+        assert_eq!((response.status, response.code), (status, code), "{outcome:?}");
+        let body = parse(response.body.as_bytes()).unwrap();
+        assert_eq!(body.get("code").and_then(Json::as_str), Some(code));
+        assert!(body.get("message").and_then(Json::as_str).is_some_and(|m| !m.is_empty()));
+        if let Some((name, value)) = header {
+            assert!(response.headers.iter().any(|(n, v)| *n == name && v == value), "{outcome:?}");
+        }
+        if let Some((name, value)) = member {
+            assert_eq!(body.get(name).and_then(Json::as_str), Some(value), "{outcome:?}");
+        }
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn receipts_say_whether_they_are_duplicates() {
+    let stored = parse(Outcome::Stored(summary()).response().body.as_bytes()).unwrap();
+    let duplicate = parse(Outcome::Duplicate(summary()).response().body.as_bytes()).unwrap();
+    assert_eq!(stored.get("duplicate"), Some(&Json::Bool(false)));
+    assert_eq!(duplicate.get("duplicate"), Some(&Json::Bool(true)));
+    assert_eq!(duplicate.get("receivedAt").and_then(Json::as_str), Some("2026-11-30T06:21:53.123Z"));
+    assert!(Outcome::Stored(summary()).response().headers.is_empty());
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn server_errors_carry_no_detail() {
+    for (outcome, status, ..) in rows() {
+        let response = outcome.response();
+        if status >= 500 {
+            let body = parse(response.body.as_bytes()).unwrap();
+            let Json::Object(members) = body else { panic!() };
+            assert_eq!(members.keys().map(String::as_str).collect::<Vec<_>>(), ["code", "message"], "{outcome:?}");
+            assert!(!response.body.contains("RECEIPTS_TABLE") && !response.body.contains("access"));
+        }
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn codes_are_unique_per_status() {
+    let mut seen: Vec<(&str, u16)> = rows().iter().map(|r| (r.2, r.1)).collect();
+    seen.sort();
+    seen.dedup();
+    let mut codes: Vec<&str> = seen.iter().map(|s| s.0).collect();
+    codes.dedup();
+    assert_eq!(codes.len(), seen.len(), "a code maps to one status");
+}

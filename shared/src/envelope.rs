@@ -1,0 +1,158 @@
+//! The delivery envelope: the checks a raw body must pass before anything is stored.
+
+use alloc::string::String;
+
+use crate::json::{self, Json, JsonError};
+
+/// The only event this receiver accepts.
+pub const FORM_SUBMITTED: &str = "form.submitted";
+/// The longest submission ID accepted, in bytes.
+pub const MAX_SUBMISSION_ID_LEN: usize = 128;
+
+/// A body that passed every envelope check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// `data.submissionId`: the identity of the delivery.
+    pub submission_id: String,
+    /// The whole body, as parsed.
+    pub body: Json,
+}
+
+/// Why a body is not a valid delivery envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvelopeError {
+    /// The body is not UTF-8, not JSON, nests too deeply or repeats a key.
+    InvalidJson(JsonError),
+    /// The body is JSON but not an object.
+    NotAnObject,
+    /// `event` is missing or not a string.
+    MissingEvent,
+    /// `event` is a string other than `form.submitted`.
+    UnsupportedEvent,
+    /// `data` is missing or not an object.
+    MissingData,
+    /// `data.submissionId` is missing or not a string.
+    MissingSubmissionId,
+    /// `data.submissionId` is empty, longer than 128 bytes, or has characters other than
+    /// ASCII letters, digits, `_`, `-`, `.` and `:`.
+    InvalidSubmissionId,
+    /// `data.formData` is present but not an object.
+    FormDataNotObject,
+}
+
+impl EnvelopeError {
+    /// A stable name for responses and logs.
+    pub fn reason(self) -> &'static str {
+        match self {
+            EnvelopeError::InvalidJson(_) => "invalid_json",
+            EnvelopeError::NotAnObject => "body_not_object",
+            EnvelopeError::MissingEvent => "missing_event",
+            EnvelopeError::UnsupportedEvent => "unsupported_event",
+            EnvelopeError::MissingData => "missing_data",
+            EnvelopeError::MissingSubmissionId => "missing_submission_id",
+            EnvelopeError::InvalidSubmissionId => "invalid_submission_id",
+            EnvelopeError::FormDataNotObject => "form_data_not_object",
+        }
+    }
+}
+
+/// Checks a raw body and returns the envelope it holds.
+pub fn parse_envelope(body: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let body = json::parse(body).map_err(EnvelopeError::InvalidJson)?;
+    if !matches!(body, Json::Object(_)) {
+        return Err(EnvelopeError::NotAnObject);
+    }
+    match body.get("event").and_then(Json::as_str) {
+        None => return Err(EnvelopeError::MissingEvent),
+        Some(event) if event != FORM_SUBMITTED => return Err(EnvelopeError::UnsupportedEvent),
+        Some(_) => {}
+    }
+    let data = body.get("data").filter(|d| matches!(d, Json::Object(_))).ok_or(EnvelopeError::MissingData)?;
+    let id = data.get("submissionId").and_then(Json::as_str).ok_or(EnvelopeError::MissingSubmissionId)?;
+    if !is_valid_submission_id(id) {
+        return Err(EnvelopeError::InvalidSubmissionId);
+    }
+    if data.get("formData").is_some_and(|f| !matches!(f, Json::Object(_))) {
+        return Err(EnvelopeError::FormDataNotObject);
+    }
+    let submission_id = String::from(id);
+    Ok(Envelope { submission_id, body })
+}
+
+/// Non-empty, at most 128 bytes, ASCII letters, digits and `_-.:` only: safe in a key, a log
+/// line and a URL path segment.
+pub fn is_valid_submission_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_SUBMISSION_ID_LEN
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+}
+
+impl Envelope {
+    /// `data.formData`, if the body has one.
+    pub fn form_data(&self) -> Option<&Json> {
+        self.body.get("data").and_then(|d| d.get("formData"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn check(body: &str, expected: Result<&str, EnvelopeError>) {
+        let got = parse_envelope(body.as_bytes());
+        assert_eq!(got.as_ref().map(|e| e.submission_id.as_str()).map_err(|e| *e), expected, "{body}");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn accepts_the_documented_example() {
+        let body = include_str!("../tests/fixtures/delivery.json");
+        let envelope = parse_envelope(body.as_bytes()).unwrap();
+        assert_eq!(envelope.submission_id, "sub_8fK2qLw9Xc");
+        assert_eq!(envelope.form_data().and_then(|f| f.get("name")).and_then(Json::as_str), Some("Ada Lovelace"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn every_failure_is_distinct() {
+        use EnvelopeError::*;
+        check(r#"{"event":"form.submitted","data":{"submissionId":"s1"}}"#, Ok("s1"));
+        check(r#"{"event":"form.submitted","data":{"submissionId":"a:b.c-d_9"}}"#, Ok("a:b.c-d_9"));
+        check("{", Err(InvalidJson(JsonError::Syntax { offset: 1 })));
+        check("\u{feff}{}", Err(InvalidJson(JsonError::Syntax { offset: 0 })));
+        check("[]", Err(NotAnObject));
+        check(r#"{"data":{}}"#, Err(MissingEvent));
+        check(r#"{"event":7,"data":{}}"#, Err(MissingEvent));
+        check(r#"{"event":"form.deleted","data":{}}"#, Err(UnsupportedEvent));
+        check(r#"{"event":"form.submitted"}"#, Err(MissingData));
+        check(r#"{"event":"form.submitted","data":[]}"#, Err(MissingData));
+        check(r#"{"event":"form.submitted","data":{}}"#, Err(MissingSubmissionId));
+        check(r#"{"event":"form.submitted","data":{"submissionId":42}}"#, Err(MissingSubmissionId));
+        check(r#"{"event":"form.submitted","data":{"submissionId":""}}"#, Err(InvalidSubmissionId));
+        check(r#"{"event":"form.submitted","data":{"submissionId":"a b"}}"#, Err(InvalidSubmissionId));
+        check(r#"{"event":"form.submitted","data":{"submissionId":"é"}}"#, Err(InvalidSubmissionId));
+        let long = "x".repeat(MAX_SUBMISSION_ID_LEN + 1);
+        check(&format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{long}"}}}}"#), Err(InvalidSubmissionId));
+        check(r#"{"event":"form.submitted","data":{"submissionId":"s","formData":"x"}}"#, Err(FormDataNotObject));
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = parse_envelope(&bytes);
+        }
+
+        #[test]
+        fn never_panics_on_near_envelopes(id in "\\PC{0,140}", form in "[\\[\\]{}\",:0-9a-z ]{0,30}") {
+            let body = alloc::format!(r#"{{"event":"form.submitted","data":{{"submissionId":{},"formData":{form}}}}}"#,
+                serde_json::to_string(&id).unwrap());
+            let _ = parse_envelope(body.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! A JSON value, parser and writer that keep every number as its exact text.
+//!
+//! The receiver stores what the sender sent without loss, and DynamoDB numbers are decimal
+//! strings, so numbers never pass through `f64` here: [`Number`] holds the literal text and
+//! [`crate::decimal::Decimal`] reads its value when one is needed. Objects are `BTreeMap`s, so
+//! keys come out sorted (UTF-8 byte order equals code point order), which is what the
+//! fingerprint's canonical form wants, and duplicate keys are refused rather than silently
+//! resolved one way or the other.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use crate::decimal::Decimal;
+
+/// The deepest nesting [`parse`] accepts. DynamoDB allows 32 levels of nested attributes and a
+/// body is stored one level down inside the receipt item, so deeper bodies could never be stored.
+pub const MAX_DEPTH: usize = 31;
+
+/// A parsed JSON value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Json {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, kept as its literal text.
+    Number(Number),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<Json>),
+    /// An object with unique keys.
+    Object(BTreeMap<String, Json>),
+}
+
+/// A JSON number literal, exactly as written (always valid JSON number syntax).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Number(String);
+
+/// Why bytes are not an acceptable JSON document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonError {
+    /// The bytes are not valid UTF-8.
+    NotUtf8,
+    /// The text is not JSON; `offset` is the byte where reading stopped.
+    Syntax {
+        /// Byte offset of the first character that could not be read.
+        offset: usize,
+    },
+    /// Arrays and objects nest deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// An object names the same key twice.
+    DuplicateKey,
+}
+
+impl Number {
+    /// Accepts `text` if it is a JSON number literal.
+    pub fn parse(text: &str) -> Option<Number> {
+        let len = scan_number(text.as_bytes(), 0)?;
+        (len == text.len()).then(|| Number(String::from(text)))
+    }
+
+    /// A number from an unsigned integer.
+    pub fn from_u64(n: u64) -> Number {
+        let mut s = String::new();
+        let _ = write!(s, "{n}");
+        Number(s)
+    }
+
+    /// A number from a signed integer.
+    pub fn from_i64(n: i64) -> Number {
+        let mut s = String::new();
+        let _ = write!(s, "{n}");
+        Number(s)
+    }
+
+    /// The literal text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The decimal value of the literal.
+    pub fn decimal(&self) -> Decimal {
+        // Every Number holds valid JSON number syntax, which Decimal always reads.
+        Decimal::parse(&self.0).unwrap_or_default()
+    }
+}
+
+impl Json {
+    /// The member `key` when `self` is an object holding it.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(map) => map.get(key),
+            _ => None,
+        }
+    }
+
+    /// The text of a string value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A string value.
+    pub fn string(s: &str) -> Json {
+        Json::String(String::from(s))
+    }
+
+    /// Compact JSON text, numbers as written, keys sorted.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        write_value(self, &mut out, false);
+        out
+    }
+
+    /// Canonical JSON text: compact, keys sorted, numbers in one normal form (so `1.0`, `1`
+    /// and `10e-1` agree). Two values that mean the same data give the same text.
+    pub fn to_canonical_text(&self) -> String {
+        let mut out = String::new();
+        write_value(self, &mut out, true);
+        out
+    }
+}
+
+/// Parses one JSON document from raw bytes, refusing nesting past [`MAX_DEPTH`] and duplicate keys.
+pub fn parse(bytes: &[u8]) -> Result<Json, JsonError> {
+    let text = core::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
+    let mut parser = Parser { text, bytes: text.as_bytes(), pos: 0 };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != parser.bytes.len() {
+        return Err(parser.syntax());
+    }
+    Ok(value)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn syntax(&self) -> JsonError {
+        JsonError::Syntax { offset: self.pos }
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Result<(), JsonError> {
+        if self.bytes.get(self.pos) == Some(&byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.syntax())
+        }
+    }
+
+    fn literal(&mut self, word: &str, value: Json) -> Result<Json, JsonError> {
+        if self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.syntax())
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Json, JsonError> {
+        match self.bytes.get(self.pos) {
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(Json::String),
+            Some(b't') => self.literal("true", Json::Bool(true)),
+            Some(b'f') => self.literal("false", Json::Bool(false)),
+            Some(b'n') => self.literal("null", Json::Null),
+            Some(b'-' | b'0'..=b'9') => {
+                let len = scan_number(self.bytes, self.pos).ok_or_else(|| self.syntax())?;
+                let text = &self.text[self.pos..self.pos + len];
+                self.pos += len;
+                Ok(Json::Number(Number(String::from(text))))
+            }
+            _ => Err(self.syntax()),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Json, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(JsonError::TooDeep);
+        }
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.eat(b']').is_ok() {
+            return Ok(Json::Array(items));
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            if self.eat(b']').is_ok() {
+                return Ok(Json::Array(items));
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Json, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(JsonError::TooDeep);
+        }
+        self.pos += 1;
+        let mut map = BTreeMap::new();
+        self.skip_ws();
+        if self.eat(b'}').is_ok() {
+            return Ok(Json::Object(map));
+        }
+        loop {
+            self.skip_ws();
+            if self.bytes.get(self.pos) != Some(&b'"') {
+                return Err(self.syntax());
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            self.eat(b':')?;
+            self.skip_ws();
+            let value = self.value(depth)?;
+            if map.insert(key, value).is_some() {
+                return Err(JsonError::DuplicateKey);
+            }
+            self.skip_ws();
+            if self.eat(b'}').is_ok() {
+                return Ok(Json::Object(map));
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    /// Reads a string starting at its opening quote.
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.pos += 1;
+        let mut out = String::new();
+        loop {
+            let start = self.pos;
+            while let Some(&b) = self.bytes.get(self.pos) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            // Only ASCII bytes stop the scan, so both ends are on character boundaries.
+            out.push_str(&self.text[start..self.pos]);
+            match self.bytes.get(self.pos) {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    let c = self.escape()?;
+                    out.push(c);
+                }
+                _ => return Err(self.syntax()),
+            }
+        }
+    }
+
+    fn escape(&mut self) -> Result<char, JsonError> {
+        let b = *self.bytes.get(self.pos).ok_or_else(|| self.syntax())?;
+        self.pos += 1;
+        Ok(match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let first = self.hex4()?;
+                let code = if (0xD800..0xDC00).contains(&first) {
+                    // A high surrogate must be followed by an escaped low surrogate.
+                    self.eat(b'\\')?;
+                    self.eat(b'u')?;
+                    let second = self.hex4()?;
+                    if !(0xDC00..0xE000).contains(&second) {
+                        return Err(self.syntax());
+                    }
+                    0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                } else {
+                    first
+                };
+                char::from_u32(code).ok_or_else(|| self.syntax())?
+            }
+            _ => return Err(JsonError::Syntax { offset: self.pos - 1 }),
+        })
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let digits = self.bytes.get(self.pos..self.pos + 4).ok_or_else(|| self.syntax())?;
+        let mut code = 0;
+        for &d in digits {
+            let v = (d as char).to_digit(16).ok_or_else(|| self.syntax())?;
+            code = code * 16 + v;
+        }
+        self.pos += 4;
+        Ok(code)
+    }
+}
+
+/// The length of the JSON number literal starting at `start`, if one does.
+fn scan_number(bytes: &[u8], start: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        let from = i;
+        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        (i > from).then_some(i)
+    };
+    let mut i = start;
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match bytes.get(i) {
+        Some(b'0') => i + 1,
+        Some(b'1'..=b'9') => digits(i)?,
+        _ => return None,
+    };
+    if bytes.get(i) == Some(&b'.') {
+        i = digits(i + 1)?;
+    }
+    if let Some(b'e' | b'E') = bytes.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = bytes.get(i) {
+            i += 1;
+        }
+        i = digits(i)?;
+    }
+    Some(i - start)
+}
+
+fn write_value(value: &Json, out: &mut String, canonical: bool) {
+    match value {
+        Json::Null => out.push_str("null"),
+        Json::Bool(true) => out.push_str("true"),
+        Json::Bool(false) => out.push_str("false"),
+        Json::Number(n) if canonical => n.decimal().write_canonical(out),
+        Json::Number(n) => out.push_str(n.as_str()),
+        Json::String(s) => write_string(s, out),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out, canonical);
+            }
+            out.push(']');
+        }
+        Json::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                write_value(item, out, canonical);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Writes `s` as a JSON string: quotes, backslashes and control characters escaped, the rest
+/// as UTF-8.
+pub fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn check(input: &str, expected: Result<&str, JsonError>) {
+        let got = parse(input.as_bytes()).map(|v| v.to_text());
+        assert_eq!(got.as_deref().map_err(|e| *e), expected, "input: {input}");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn parses_and_writes_compact_sorted() {
+        check(r#" { "b" : [1, 2.50, -0, 1e400], "a": null } "#, Ok(r#"{"a":null,"b":[1,2.50,-0,1e400]}"#));
+        check(r#""\u00e9\ud83d\ude00\n\"\\\/""#, Ok("\"é😀\\n\\\"\\\\/\""));
+        check("[true,false,{}]", Ok("[true,false,{}]"));
+        check("\"\u{1}\"", Err(JsonError::Syntax { offset: 1 }));
+        check("\"\\u0001\"", Ok("\"\\u0001\""));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn refuses_what_is_not_json() {
+        check("", Err(JsonError::Syntax { offset: 0 }));
+        check("{} x", Err(JsonError::Syntax { offset: 3 }));
+        check("01", Err(JsonError::Syntax { offset: 1 }));
+        check("1.", Err(JsonError::Syntax { offset: 0 }));
+        check("+1", Err(JsonError::Syntax { offset: 0 }));
+        check("[1,]", Err(JsonError::Syntax { offset: 3 }));
+        check(r#"{"a":1,}"#, Err(JsonError::Syntax { offset: 7 }));
+        check(r#""\ud800""#, Err(JsonError::Syntax { offset: 7 }));
+        check(r#""\x""#, Err(JsonError::Syntax { offset: 2 }));
+        check(r#"{"a":1,"a":2}"#, Err(JsonError::DuplicateKey));
+        check("nul", Err(JsonError::Syntax { offset: 0 }));
+        assert_eq!(parse(b"\"\xff\""), Err(JsonError::NotUtf8));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn depth_is_limited() {
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(parse(ok.as_bytes()).is_ok());
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert_eq!(parse(deep.as_bytes()), Err(JsonError::TooDeep));
+        let very_deep = "[".repeat(100_000);
+        assert_eq!(parse(very_deep.as_bytes()), Err(JsonError::TooDeep));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn canonical_text_normalizes_numbers_only() {
+        let a = parse(br#"{"x": 1.0, "y": [100, -0.0, 2.5e1], "s": "1.0"}"#).unwrap();
+        let b = parse(br#"{"s":"1.0","y":[1e2,0,25],"x":10E-1}"#).unwrap();
+        assert_eq!(a.to_canonical_text(), b.to_canonical_text());
+        assert_ne!(a.to_text(), b.to_text());
+        assert_eq!(a.to_canonical_text(), r#"{"s":"1.0","x":1,"y":[1e2,0,25]}"#);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn number_literals() {
+        assert_eq!(Number::parse("-12.5e+3").map(|n| n.as_str().to_string()), Some("-12.5e+3".into()));
+        assert_eq!(Number::parse("12 "), None);
+        assert_eq!(Number::parse(".5"), None);
+        assert_eq!(Number::from_u64(u64::MAX).as_str(), "18446744073709551615");
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod cross_checks {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Our parser agrees with serde_json on what is JSON, and on the value it holds.
+    fn agrees_with_serde_json(text: &str) {
+        let ours = parse(text.as_bytes());
+        let theirs: Result<serde_json::Value, _> = serde_json::from_str(text);
+        match (ours, theirs) {
+            (Ok(ours), Ok(theirs)) => {
+                let reparsed: serde_json::Value = serde_json::from_str(&ours.to_text()).unwrap();
+                assert_eq!(reparsed, theirs, "{text}");
+            }
+            // serde_json keeps the last of duplicate keys and nests deeper; we refuse both.
+            (Err(JsonError::DuplicateKey | JsonError::TooDeep), Ok(_)) => {}
+            (Err(_), Err(_)) => {}
+            (ours, theirs) => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
+        }
+    }
+
+    #[test]
+    fn fixed_cases_agree_with_serde_json() {
+        for text in [
+            "{}",
+            "[]",
+            "0",
+            "-0",
+            "1e5",
+            "1E-5",
+            "\"a\\u0041\"",
+            "[1,[2,[3]]]",
+            "{\"a\":{\"b\":[]}}",
+            "01",
+            "[,]",
+            "{\"a\" 1}",
+            "tru",
+            "\"\\ud83d\"",
+            "\"\t\"",
+            " [ 1 , 2 ] ",
+            "{\"a\":1,\"a\":1}",
+        ] {
+            agrees_with_serde_json(text);
+        }
+    }
+
+    fn json_strategy() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "\\PC{0,12}".prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+                prop::collection::btree_map("\\PC{0,6}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = parse(&bytes);
+        }
+
+        #[test]
+        fn round_trips_serde_json_documents(value in json_strategy()) {
+            let text = serde_json::to_string_pretty(&value).unwrap();
+            let ours = parse(text.as_bytes()).unwrap();
+            prop_assert_eq!(parse(ours.to_text().as_bytes()).unwrap(), ours.clone());
+            let back: serde_json::Value = serde_json::from_str(&ours.to_text()).unwrap();
+            prop_assert_eq!(back, value);
+        }
+
+        #[test]
+        fn arbitrary_text_agrees_with_serde_json(text in "[\\[\\]{}\",:0-9eE.+\\-a-z\\\\ ]{0,24}") {
+            agrees_with_serde_json(&text);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The lead a receipt becomes: what a CRM or database row is keyed and filled with.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+
+use crate::json::Json;
+use crate::receipt::Receipt;
+
+/// Form fields that become the lead's own columns; every other field goes to `extra`.
+pub const NAMED_FIELDS: [&str; 3] = ["name", "email", "message"];
+
+/// One lead, keyed by the submission that produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lead {
+    /// The submission ID: the unique key downstream, so a redelivery updates, never duplicates.
+    pub external_id: String,
+    /// `formData.name`, as text; empty when absent.
+    pub name: String,
+    /// `formData.email`, as text; empty when absent.
+    pub email: String,
+    /// `formData.message`, as text; empty when absent.
+    pub message: String,
+    /// Every other form field, unchanged.
+    pub extra: BTreeMap<String, Json>,
+}
+
+/// Why a receipt cannot become a lead. Permanent: retrying the same receipt cannot help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeadError {
+    /// The stored payload's `data.submissionId` differs from the receipt's.
+    SubmissionIdMismatch,
+    /// `data.formData` is present but not an object.
+    FormDataNotObject,
+}
+
+impl LeadError {
+    /// A stable reason code, stored on the receipt when it is marked `FAILED`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LeadError::SubmissionIdMismatch => "submission_id_mismatch",
+            LeadError::FormDataNotObject => "form_data_not_object",
+        }
+    }
+}
+
+/// Maps a receipt to its lead.
+pub fn lead_from_receipt(receipt: &Receipt) -> Result<Lead, LeadError> {
+    let payload_id = receipt.payload.get("data").and_then(|d| d.get("submissionId")).and_then(Json::as_str);
+    if payload_id != Some(receipt.submission_id.as_str()) {
+        return Err(LeadError::SubmissionIdMismatch);
+    }
+    let mut extra = match receipt.form_data() {
+        None | Some(Json::Null) => BTreeMap::new(),
+        Some(Json::Object(fields)) => fields.clone(),
+        Some(_) => return Err(LeadError::FormDataNotObject),
+    };
+    let mut take = |field: &str| extra.remove(field).map(as_text).unwrap_or_default();
+    Ok(Lead {
+        external_id: receipt.submission_id.clone(),
+        name: take(NAMED_FIELDS[0]),
+        email: take(NAMED_FIELDS[1]),
+        message: take(NAMED_FIELDS[2]),
+        extra,
+    })
+}
+
+/// A field's value as text: strings as they are, `null` as empty, anything else as JSON.
+fn as_text(value: Json) -> String {
+    match value {
+        Json::String(s) => s,
+        Json::Null => String::new(),
+        other => other.to_text(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::parse_envelope;
+    use crate::json::parse;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn receipt(body: &str) -> Receipt {
+        let envelope = parse_envelope(body.as_bytes()).unwrap();
+        Receipt::new(&envelope, "k".into(), "r", 0, 1)
+    }
+
+    fn check(body: &str, expected: Result<(&str, &str, &str, &str), LeadError>) {
+        let got = lead_from_receipt(&receipt(body));
+        let got = got.as_ref().map(|l| (l.name.as_str(), l.email.as_str(), l.message.as_str(), l.extra.clone()));
+        let expected = expected.map(|(n, e, m, extra)| {
+            (
+                n,
+                e,
+                m,
+                match parse(extra.as_bytes()).unwrap() {
+                    Json::Object(map) => map,
+                    _ => panic!("extra is an object"),
+                },
+            )
+        });
+        assert_eq!(got.map_err(|e| *e), expected, "{body}");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn maps_fields() {
+        check(
+            include_str!("../tests/fixtures/delivery.json"),
+            Ok(("Ada Lovelace", "ada@example.com", "Hello", r#"{"company":"Analytical Engines"}"#)),
+        );
+        check(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#, Ok(("", "", "", "{}")));
+        check(
+            r#"{"event":"form.submitted","data":{"submissionId":"s","formData":{"name":7,"email":null,"message":["a"],"x":1e400}}}"#,
+            Ok(("7", "", "[\"a\"]", r#"{"x":1e400}"#)),
+        );
+        assert_eq!(
+            lead_from_receipt(&receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#))
+                .map(|l| l.external_id),
+            Ok("s".into())
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn unmappable_receipts_say_why() {
+        let mut r = receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#);
+        r.submission_id = "other".into();
+        assert_eq!(lead_from_receipt(&r), Err(LeadError::SubmissionIdMismatch));
+        let mut r = receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#);
+        r.payload = parse(br#"{"data":{"submissionId":"s","formData":[1]}}"#).unwrap();
+        assert_eq!(lead_from_receipt(&r), Err(LeadError::FormDataNotObject));
+    }
+}

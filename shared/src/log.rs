@@ -1,0 +1,104 @@
+//! The log record for one request: identifiers, outcome, status, duration, and nothing else.
+//!
+//! The record has no field that could hold a credential, a header or form content, and the
+//! identifiers it does hold are checked to be short and plain, so no log line built from it
+//! can leak what the sender sent.
+
+use alloc::string::String;
+use core::fmt::Write as _;
+
+use crate::envelope::is_valid_submission_id;
+use crate::json::write_string;
+
+/// One request's log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    /// The request ID; written only if [`safe_request_id`] accepts it.
+    pub request_id: String,
+    /// The submission ID, once the envelope was read.
+    pub submission_id: Option<String>,
+    /// The response's stable code.
+    pub outcome: &'static str,
+    /// The detail behind the code (which check, which store error), when there is one.
+    pub reason: Option<&'static str>,
+    /// The HTTP status sent.
+    pub status: u16,
+    /// Milliseconds from the request's arrival to the response.
+    pub duration_ms: u64,
+}
+
+/// The longest request ID kept.
+pub const MAX_REQUEST_ID_LEN: usize = 64;
+
+/// `candidate` if it is a plain identifier (1 to 64 of ASCII letters, digits, `-`, `_`, `.`, `:`),
+/// as `cf-ray` values are; otherwise `None`, and the caller generates one.
+pub fn safe_request_id(candidate: &str) -> Option<String> {
+    let ok = !candidate.is_empty()
+        && candidate.len() <= MAX_REQUEST_ID_LEN
+        && candidate.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    ok.then(|| String::from(candidate))
+}
+
+impl LogRecord {
+    /// The record as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        let mut line = String::from("{\"requestId\":");
+        match safe_request_id(&self.request_id) {
+            Some(id) => write_string(&id, &mut line),
+            None => line.push_str("null"),
+        }
+        line.push_str(",\"submissionId\":");
+        match self.submission_id.as_deref().filter(|id| is_valid_submission_id(id)) {
+            Some(id) => write_string(id, &mut line),
+            None => line.push_str("null"),
+        }
+        line.push_str(",\"outcome\":");
+        write_string(self.outcome, &mut line);
+        line.push_str(",\"reason\":");
+        match self.reason {
+            Some(reason) => write_string(reason, &mut line),
+            None => line.push_str("null"),
+        }
+        let _ = write!(line, ",\"status\":{},\"durationMs\":{}}}", self.status, self.duration_ms);
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn renders_one_json_line() {
+        let record = LogRecord {
+            request_id: "8f2a-AMS".into(),
+            submission_id: Some("sub_1".into()),
+            outcome: "stored",
+            reason: None,
+            status: 202,
+            duration_ms: 12,
+        };
+        assert_eq!(
+            record.to_json_line(),
+            r#"{"requestId":"8f2a-AMS","submissionId":"sub_1","outcome":"stored","reason":null,"status":202,"durationMs":12}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn identifiers_that_are_not_plain_are_refused_or_dropped() {
+        assert_eq!(safe_request_id("8f2a9c7d1e-AMS"), Some("8f2a9c7d1e-AMS".into()));
+        assert_eq!(safe_request_id("ada@example.com"), None);
+        assert_eq!(safe_request_id(""), None);
+        assert_eq!(safe_request_id(&"a".repeat(65)), None);
+        let record = LogRecord {
+            request_id: "r".into(),
+            submission_id: Some("Ada Lovelace <ada@example.com>".into()),
+            outcome: "invalid_envelope",
+            reason: Some("invalid_submission_id"),
+            status: 400,
+            duration_ms: 0,
+        };
+        assert!(!record.to_json_line().contains("ada"));
+    }
+}

@@ -1,0 +1,224 @@
+//! The receipt: the durable record that a delivery arrived, and its DynamoDB item form.
+
+use alloc::string::String;
+
+use crate::dynamo::{from_json, to_json, AttributeValue, Item};
+use crate::envelope::{Envelope, FORM_SUBMITTED};
+use crate::fingerprint::fingerprint;
+use crate::json::Json;
+use crate::time::iso8601_millis;
+
+/// Where a receipt is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiptStatus {
+    /// Stored by the edge; the lead is not written yet.
+    Received,
+    /// The lead is written.
+    Completed,
+    /// The lead can never be written (see `failureReason`).
+    Failed,
+}
+
+impl ReceiptStatus {
+    /// The stored text: `RECEIVED`, `COMPLETED`, `FAILED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiptStatus::Received => "RECEIVED",
+            ReceiptStatus::Completed => "COMPLETED",
+            ReceiptStatus::Failed => "FAILED",
+        }
+    }
+
+    /// Reads the stored text.
+    pub fn parse(text: &str) -> Option<ReceiptStatus> {
+        [ReceiptStatus::Received, ReceiptStatus::Completed, ReceiptStatus::Failed]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+/// One receipt. Attribute names in DynamoDB are given on each field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    /// `pk`: the idempotency key, the table's partition key.
+    pub key: String,
+    /// `event`: always `form.submitted` today.
+    pub event: String,
+    /// `submissionId`.
+    pub submission_id: String,
+    /// `payload`: the body as a DynamoDB map, with `data.apiKey` redacted.
+    pub payload: Json,
+    /// `fingerprint`: hex SHA-256 of the canonical `formData`.
+    pub fingerprint: String,
+    /// `status`.
+    pub status: ReceiptStatus,
+    /// `receivedAt`: ISO-8601 UTC with milliseconds.
+    pub received_at: String,
+    /// `expiresAt`: epoch seconds when the receipt may be deleted (the table's TTL attribute).
+    pub expires_at: i64,
+    /// `requestId`: the request that stored it.
+    pub request_id: String,
+    /// `completedAt`, once the lead is written.
+    pub completed_at: Option<String>,
+    /// `failureReason`, when the lead can never be written.
+    pub failure_reason: Option<String>,
+}
+
+/// Why an item is not a readable receipt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiptError {
+    /// A required attribute is absent.
+    Missing(&'static str),
+    /// An attribute has the wrong type or an unreadable value.
+    Invalid(&'static str),
+}
+
+/// What replaces a credential in a stored payload.
+pub const REDACTED: &str = "[redacted]";
+
+impl Receipt {
+    /// A new `RECEIVED` receipt for a checked envelope, stored at `now_millis` and kept for
+    /// `retention_days`.
+    pub fn new(envelope: &Envelope, key: String, request_id: &str, now_millis: u64, retention_days: u32) -> Receipt {
+        let mut payload = envelope.body.clone();
+        // The form's API key is the sender's credential: it is not needed downstream, and a
+        // receipts table is no place to keep it.
+        if let Json::Object(body) = &mut payload {
+            if let Some(Json::Object(data)) = body.get_mut("data") {
+                if let Some(api_key) = data.get_mut("apiKey") {
+                    *api_key = Json::string(REDACTED);
+                }
+            }
+        }
+        let now_secs = i64::try_from(now_millis / 1000).unwrap_or(i64::MAX);
+        Receipt {
+            key,
+            event: String::from(FORM_SUBMITTED),
+            submission_id: envelope.submission_id.clone(),
+            fingerprint: fingerprint(envelope.form_data()),
+            payload,
+            status: ReceiptStatus::Received,
+            received_at: iso8601_millis(now_millis),
+            expires_at: now_secs.saturating_add(i64::from(retention_days) * 86_400),
+            request_id: String::from(request_id),
+            completed_at: None,
+            failure_reason: None,
+        }
+    }
+
+    /// `data.formData` of the stored payload.
+    pub fn form_data(&self) -> Option<&Json> {
+        self.payload.get("data").and_then(|d| d.get("formData"))
+    }
+
+    /// The DynamoDB item.
+    pub fn to_item(&self) -> Item {
+        let s = |v: &str| AttributeValue::S(String::from(v));
+        let mut item = Item::new();
+        item.insert("pk".into(), s(&self.key));
+        item.insert("event".into(), s(&self.event));
+        item.insert("submissionId".into(), s(&self.submission_id));
+        item.insert("payload".into(), from_json(&self.payload));
+        item.insert("fingerprint".into(), s(&self.fingerprint));
+        item.insert("status".into(), s(self.status.as_str()));
+        item.insert("receivedAt".into(), s(&self.received_at));
+        item.insert("expiresAt".into(), AttributeValue::N(alloc::format!("{}", self.expires_at)));
+        item.insert("requestId".into(), s(&self.request_id));
+        if let Some(at) = &self.completed_at {
+            item.insert("completedAt".into(), s(at));
+        }
+        if let Some(reason) = &self.failure_reason {
+            item.insert("failureReason".into(), s(reason));
+        }
+        item
+    }
+
+    /// Reads a receipt back from its item.
+    pub fn from_item(item: &Item) -> Result<Receipt, ReceiptError> {
+        let get = |name: &'static str| item.get(name).ok_or(ReceiptError::Missing(name));
+        let s = |name: &'static str| get(name)?.as_s().map(String::from).ok_or(ReceiptError::Invalid(name));
+        let optional = |name: &'static str| item.get(name).map(|_| s(name)).transpose();
+        let status = ReceiptStatus::parse(&s("status")?).ok_or(ReceiptError::Invalid("status"))?;
+        let expires_at =
+            get("expiresAt")?.as_n().and_then(|n| n.parse().ok()).ok_or(ReceiptError::Invalid("expiresAt"))?;
+        let payload = match get("payload")? {
+            map @ AttributeValue::M(_) => to_json(map),
+            _ => return Err(ReceiptError::Invalid("payload")),
+        };
+        Ok(Receipt {
+            key: s("pk")?,
+            event: s("event")?,
+            submission_id: s("submissionId")?,
+            payload,
+            fingerprint: s("fingerprint")?,
+            status,
+            received_at: s("receivedAt")?,
+            expires_at,
+            request_id: s("requestId")?,
+            completed_at: optional("completedAt")?,
+            failure_reason: optional("failureReason")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dynamo::{item_from_wire, item_to_wire};
+    use crate::envelope::parse_envelope;
+    use crate::json::parse;
+    use crate::key::expected_key;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    const DELIVERY: &str = include_str!("../tests/fixtures/delivery.json");
+    const ITEM: &str = include_str!("../tests/fixtures/receipt_item.json");
+
+    fn sample() -> Receipt {
+        let envelope = parse_envelope(DELIVERY.as_bytes()).unwrap();
+        Receipt::new(&envelope, expected_key(&envelope.submission_id), "req-1", 1_796_019_713_123, 30)
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn item_matches_the_fixture() {
+        let wire = item_to_wire(&sample().to_item());
+        assert_eq!(wire, parse(ITEM.as_bytes()).unwrap());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn fields_and_redaction() {
+        let receipt = sample();
+        assert_eq!(receipt.key, "staticforms:form.submitted:sub_8fK2qLw9Xc");
+        assert_eq!(receipt.received_at, "2026-11-30T06:21:53.123Z");
+        assert_eq!(receipt.expires_at, 1_796_019_713 + 30 * 86_400);
+        assert_eq!(receipt.payload.get("data").and_then(|d| d.get("apiKey")).and_then(Json::as_str), Some(REDACTED));
+        assert!(!receipt.payload.to_text().contains("sf_live_redacted"));
+        assert_eq!(receipt.form_data().and_then(|f| f.get("email")).and_then(Json::as_str), Some("ada@example.com"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn item_round_trips() {
+        let mut receipt = sample();
+        assert_eq!(Receipt::from_item(&receipt.to_item()), Ok(receipt.clone()));
+        receipt.status = ReceiptStatus::Failed;
+        receipt.completed_at = Some("2026-11-30T06:22:00.000Z".into());
+        receipt.failure_reason = Some("unmappable".into());
+        let read = Receipt::from_item(&item_from_wire(&item_to_wire(&receipt.to_item())).unwrap());
+        assert_eq!(read, Ok(receipt));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn unreadable_items_say_which_attribute() {
+        let mut item = sample().to_item();
+        item.remove("fingerprint");
+        assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Missing("fingerprint")));
+        let mut item = sample().to_item();
+        item.insert("status".into(), AttributeValue::S("LOST".into()));
+        assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("status")));
+        let mut item = sample().to_item();
+        item.insert("expiresAt".into(), AttributeValue::S("soon".into()));
+        assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("expiresAt")));
+        let mut item = sample().to_item();
+        item.insert("payload".into(), AttributeValue::S("{}".into()));
+        assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("payload")));
+    }
+}

@@ -1,0 +1,183 @@
+//! The whole decision path, from request to outcome, with the store's answers as inputs.
+
+use super::*;
+use crate::dynamo::{item_from_wire, item_to_wire};
+use crate::json::{parse, Json};
+use crate::receipt::ReceiptStatus;
+use crate::secret::Credential;
+use crate::store::{classify_put, PermanentStoreError, RetryableStoreError};
+use alloc::format;
+use alloc::vec::Vec;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+const NOW: u64 = 1_796_019_713_123;
+const BODY: &str = include_str!("../../tests/fixtures/delivery.json");
+const KEY: &str = "staticforms:form.submitted:sub_8fK2qLw9Xc";
+
+fn policy() -> Policy {
+    Policy {
+        auth: AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        table: "receipts".into(),
+        retention_days: DEFAULT_RETENTION_DAYS,
+        max_body_bytes: 1024,
+    }
+}
+
+fn headers(extra: &[(&str, &str)]) -> Headers {
+    let mut all: Vec<(&str, &str)> =
+        alloc::vec![("Content-Type", "application/json"), ("Authorization", "Bearer tok"), ("Idempotency-Key", KEY)];
+    for (name, value) in extra {
+        all.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        if !value.is_empty() {
+            all.push((name, value));
+        }
+    }
+    Headers::new(all)
+}
+
+fn run(policy: &Policy, headers: &Headers, body: &str) -> Step {
+    receive(policy, &Delivery { headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW })
+}
+
+fn respond(outcome: Outcome) -> Step {
+    Step::Respond(outcome, None)
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn routes() {
+    assert_eq!(route("POST", "/webhooks/staticforms"), Route::Webhook);
+    assert_eq!(route("GET", "/webhooks/staticforms"), Route::Reject(RouteRejection::MethodNotAllowed("POST")));
+    assert_eq!(route("GET", "/healthz"), Route::Health);
+    assert_eq!(route("POST", "/healthz"), Route::Reject(RouteRejection::MethodNotAllowed("GET, HEAD")));
+    assert_eq!(route("POST", "/webhooks/staticforms/"), Route::Reject(RouteRejection::NotFound));
+    assert_eq!(route("POST", "/"), Route::Reject(RouteRejection::NotFound));
+    assert_eq!(RouteRejection::NotFound.outcome().response().status, 404);
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn media_types() {
+    assert!(is_json_media_type(Some("application/json")));
+    assert!(is_json_media_type(Some("Application/JSON; charset=utf-8")));
+    assert!(!is_json_media_type(Some("text/plain")));
+    assert!(!is_json_media_type(Some("application/jsonx")));
+    assert!(!is_json_media_type(None));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn checks_answer_before_anything_is_written() {
+    use crate::auth::AuthError as A;
+    use crate::envelope::EnvelopeError as E;
+    use crate::key::KeyError as K;
+    let p = policy();
+    let big = format!("{:1$}", "", 1025);
+    assert_eq!(run(&p, &headers(&[]), &big), respond(Outcome::PayloadTooLarge));
+    assert_eq!(run(&p, &headers(&[("Content-Type", "text/plain")]), BODY), respond(Outcome::UnsupportedMediaType));
+    assert_eq!(
+        run(&p, &headers(&[("Authorization", "Bearer nope")]), BODY),
+        respond(Outcome::Unauthenticated(A::BadBearerToken))
+    );
+    assert_eq!(
+        run(&p, &headers(&[("Authorization", "")]), BODY),
+        respond(Outcome::Unauthenticated(A::MissingCredentials))
+    );
+    let open = Policy { auth: AuthPolicy::default(), ..policy() };
+    assert_eq!(run(&open, &headers(&[]), BODY), respond(Outcome::AuthNotConfigured));
+    // Authentication comes before the body is interpreted: bad JSON from a stranger is a 401.
+    assert_eq!(
+        run(&p, &headers(&[("Authorization", "")]), "{"),
+        respond(Outcome::Unauthenticated(A::MissingCredentials))
+    );
+    assert_eq!(
+        run(&p, &headers(&[]), "{"),
+        respond(Outcome::InvalidEnvelope(E::InvalidJson(crate::json::JsonError::Syntax { offset: 1 })))
+    );
+    assert_eq!(run(&p, &headers(&[]), "{}"), respond(Outcome::InvalidEnvelope(E::MissingEvent)));
+    assert_eq!(
+        run(&p, &headers(&[("Idempotency-Key", "")]), BODY),
+        Step::Respond(Outcome::InvalidKey(K::Missing), Some("sub_8fK2qLw9Xc".into()))
+    );
+    assert_eq!(
+        run(&p, &headers(&[("Idempotency-Key", "staticforms:form.submitted:other")]), BODY),
+        Step::Respond(Outcome::InvalidKey(K::Mismatch), Some("sub_8fK2qLw9Xc".into()))
+    );
+}
+
+fn pending(body: &str) -> PendingPut {
+    match run(&policy(), &headers(&[]), body) {
+        Step::Store(pending) => pending,
+        other => panic!("expected a store step, got {other:?}"),
+    }
+}
+
+/// The store's answer to a put of `stored_body` when a receipt already exists for the key.
+fn duplicate_answer(stored_body: &str, status: &str) -> Vec<u8> {
+    let request = parse(pending(stored_body).request.body.as_bytes()).unwrap();
+    let mut item = item_from_wire(request.get("Item").unwrap()).unwrap();
+    item.insert("status".into(), crate::dynamo::AttributeValue::S(status.into()));
+    format!(
+        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{}}}"#,
+        item_to_wire(&item).to_text()
+    )
+    .into_bytes()
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn the_store_answer_decides() {
+    let put = pending(BODY);
+    assert_eq!(put.submission_id, "sub_8fK2qLw9Xc");
+    let body = parse(put.request.body.as_bytes()).unwrap();
+    assert_eq!(body.get("TableName").and_then(Json::as_str), Some("receipts"));
+
+    let stored = put.finish(classify_put(200, b"{}"));
+    assert!(
+        matches!(&stored, Outcome::Stored(s) if s.status == ReceiptStatus::Received && s.received_at == "2026-11-30T06:21:53.123Z")
+    );
+
+    let duplicate = put.finish(classify_put(400, &duplicate_answer(BODY, "COMPLETED")));
+    assert!(matches!(&duplicate, Outcome::Duplicate(s) if s.status == ReceiptStatus::Completed));
+
+    // A retry with only the timestamp and whitespace changed is the same delivery.
+    let retry = BODY.replace("1796019713", "1796019999").replace(": ", ":");
+    assert!(matches!(
+        pending(&retry).finish(classify_put(400, &duplicate_answer(BODY, "RECEIVED"))),
+        Outcome::Duplicate(_)
+    ));
+
+    let changed = BODY.replace("Hello", "Hello again");
+    assert_eq!(pending(&changed).finish(classify_put(400, &duplicate_answer(BODY, "RECEIVED"))), Outcome::KeyReused);
+
+    assert_eq!(put.finish(classify_put(500, b"")), Outcome::StoreUnavailable(RetryableStoreError::Unavailable));
+    assert_eq!(
+        put.finish(PutOutcome::Failed(StoreError::Retryable(RetryableStoreError::Timeout))),
+        Outcome::StoreUnavailable(RetryableStoreError::Timeout)
+    );
+    assert_eq!(
+        put.finish(classify_put(400, br#"{"__type":"ResourceNotFoundException"}"#)),
+        Outcome::StoreMisconfigured(PermanentStoreError::TableNotFound)
+    );
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn no_two_hundred_without_a_stored_or_existing_receipt() {
+    // Every store answer that is not "stored" or "duplicate with the same content" is a non-2xx.
+    let put = pending(BODY);
+    let answers: [(u16, &[u8]); 8] = [
+        (200, b""),
+        (200, b"not json"),
+        (201, b"{}"),
+        (400, b"{}"),
+        (400, br#"{"__type":"ConditionalCheckFailedException"}"#),
+        (429, b""),
+        (500, b"{}"),
+        (503, b""),
+    ];
+    for (status, body) in answers {
+        let response = put.finish(classify_put(status, body)).response();
+        assert!(
+            !(200..300).contains(&response.status),
+            "{status} {:?} gave {}",
+            core::str::from_utf8(body),
+            response.status
+        );
+    }
+}
