@@ -1,20 +1,26 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev browser-test
+.PHONY: setup test dev build-edge browser-test
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
 	scripts/setup.sh
 
-# Everything CI checks: fmt, clippy, the no_std builds, native tests and browser tests.
+# Everything CI checks: fmt, clippy, the no_std builds, the Worker build and bundle, native
+# tests (with the integration suite against workerd and ministack), and the browser tests.
 test: setup
 	scripts/test.sh
 
-# Only the core's tests in headless Chromium.
+# The edge Worker, into edge/build.
+build-edge: setup
+	scripts/build-edge.sh
+
+# Only the browser tests (headless Chromium).
 browser-test: setup
 	mkdir -p target/tmp
 	TMPDIR=$(CURDIR)/target/tmp CHROMEDRIVER=/usr/bin/chromedriver cargo test -p webhook-shared --target wasm32-unknown-unknown
+	TMPDIR=$(CURDIR)/target/tmp CHROMEDRIVER=/usr/bin/chromedriver cargo test -p edge --no-default-features --target wasm32-unknown-unknown
 
-# The local stack arrives with the edge and stream-worker issues.
+# The local stack arrives with the stream worker.
 dev:
-	@echo "make dev is not available yet: the edge Worker and the stream worker are still skeletons." >&2
+	@echo "make dev is not available yet: the stream worker is still a skeleton. See README.md." >&2
 	@exit 1

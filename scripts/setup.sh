@@ -39,7 +39,38 @@ wasm_bindgen_cli() {
   fi
 }
 
+worker_build() {
+  local want=0.8.7
+  if [ "$(worker-build --version 2>/dev/null | awk '{print $2}')" != "$want" ]; then
+    log "installing worker-build $want (several minutes)"
+    cargo install -q worker-build --version "=$want"
+  fi
+}
+
+# wrangler (with workerd and Miniflare), binaryen's wasm-opt and esbuild, pinned by package-lock.json.
+node_tools() {
+  local stamp=node_modules/.installed-package-lock.json
+  if [ ! -x node_modules/.bin/wrangler ] || ! cmp -s package-lock.json "$stamp"; then
+    log "installing npm packages from package-lock.json"
+    npm ci --no-audit --no-fund --loglevel=error
+    cp package-lock.json "$stamp"
+  fi
+}
+
+# The DynamoDB-compatible server the tests run, with SigV4 checks (ministack, from PyPI).
+ministack() {
+  local want=1.5.33 venv=.tools/ministack
+  if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("ministack"))' 2>/dev/null)" != "$want" ]; then
+    log "installing ministack $want"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "ministack==$want"
+  fi
+}
+
 rust_targets
 apt_packages
 wasm_bindgen_cli
+worker_build
+node_tools
+ministack
 log "ready"

@@ -21,20 +21,33 @@ cargo fmt --all -- --check
 
 step "clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
-step "clippy (wasm32: shared)"
+step "clippy (wasm32: shared, edge)"
 cargo clippy -p webhook-shared --all-targets --target wasm32-unknown-unknown -- -D warnings
+cargo clippy -p edge --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 step "no_std build of shared (wasm32-unknown-unknown, x86_64-unknown-none)"
 cargo build -p webhook-shared --target wasm32-unknown-unknown
 # sha2's x86 intrinsics do not build for a soft-float target; its portable code does.
 cargo build -p webhook-shared --target x86_64-unknown-none --features sha2/force-soft
 
-step "native tests"
+step "build the edge Worker (worker-build, release)"
+scripts/build-edge.sh
+
+step "bundle the Worker for upload, offline (wrangler deploy --dry-run)"
+WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
+  node_modules/.bin/wrangler deploy --dry-run --outdir target/wrangler-dry-run 2>&1 | tee "$out/bundle.log" | { grep -v '^\[custom build\]' || true; }
+
+step "native tests (unit, property, integration against workerd + ministack)"
 cargo test --workspace 2>&1 | tee "$out/native.log"
 
 step "browser tests (headless Chromium)"
-cargo test -p webhook-shared --target wasm32-unknown-unknown 2>&1 | tee "$out/browser.log"
+{
+  cargo test -p webhook-shared --target wasm32-unknown-unknown
+  # The edge's pure parts (config, SigV4); the runtime shell is tested in workerd above.
+  cargo test -p edge --no-default-features --target wasm32-unknown-unknown
+} 2>&1 | tee "$out/browser.log"
 
 printf '\n==> summary\n'
 printf 'native:  %s\n' "$(count "$out/native.log")"
 printf 'browser: %s (headless Chromium)\n' "$(count "$out/browser.log")"
+printf 'edge upload: %s\n' "$(grep -o 'Total Upload: .*' "$out/bundle.log")"

@@ -30,6 +30,8 @@ pub enum Outcome {
     UnsupportedMediaType,
     /// The body is larger than the configured limit.
     PayloadTooLarge,
+    /// The body could not be read (the client went away mid-body).
+    BodyUnreadable,
     /// The receiver's configuration is broken; the value names what is wrong, for the log.
     ConfigInvalid(&'static str),
     /// The sender is not authenticated.
@@ -105,6 +107,7 @@ impl Outcome {
             Outcome::PayloadTooLarge => {
                 (413, "payload_too_large", "the body is larger than this receiver accepts", X::Nothing)
             }
+            Outcome::BodyUnreadable => (400, "body_unreadable", "the body could not be read", X::Nothing),
             Outcome::ConfigInvalid(_) => (500, "config_invalid", "the receiver is misconfigured", X::Nothing),
             Outcome::Unauthenticated(_) => (401, "unauthenticated", "the sender is not authenticated", X::Nothing),
             Outcome::AuthNotConfigured => {

@@ -1,1 +1,38 @@
-//! Helpers for the end-to-end suite (servers on 127.0.0.1, fixtures). Skeleton for now.
+//! Helpers for the integration suite: real servers on 127.0.0.1 and ephemeral ports, each
+//! stopped by its own PID when its handle drops, plus builders for deliveries.
+//!
+//! Every helper panics with a message that says what is missing (a built Worker, an installed
+//! tool): a test that cannot reach its real parts fails, it never skips.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+pub mod delivery;
+pub mod edge;
+pub mod faults;
+pub mod http;
+pub mod ministack;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+/// The repository's root folder.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Polls `ready` every 50 ms for up to `seconds`; panics with `what` if it never holds.
+pub fn wait_until(what: &str, seconds: u64, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while std::time::Instant::now() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{what} was not ready within {seconds} s");
+}

@@ -27,6 +27,7 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
         (Outcome::MethodNotAllowed("POST"), 405, "method_not_allowed", Some(("Allow", "POST")), None),
         (Outcome::UnsupportedMediaType, 415, "unsupported_media_type", None, None),
         (Outcome::PayloadTooLarge, 413, "payload_too_large", None, None),
+        (Outcome::BodyUnreadable, 400, "body_unreadable", None, None),
         (Outcome::ConfigInvalid("RECEIPTS_TABLE"), 500, "config_invalid", None, None),
         (Outcome::Unauthenticated(AuthError::BadSignature), 401, "unauthenticated", None, None),
         (Outcome::AuthNotConfigured, 500, "auth_not_configured", None, None),

@@ -1,0 +1,279 @@
+//! The Worker's configuration: read from `[vars]` and secrets through a lookup, validated.
+//!
+//! Loading is a pure function of the lookup, so it is tested without the Workers runtime. Every
+//! error names the variable and what it expected, and never echoes the value (it may be a secret).
+
+use core::fmt;
+
+use shared::auth::{AuthPolicy, HeaderCredentials};
+use shared::receive::{Policy, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
+use shared::secret::{Credential, SigningSecret};
+
+/// Default deadline for one store call, in milliseconds.
+pub const DEFAULT_STORE_TIMEOUT_MS: u32 = 5_000;
+
+/// Everything the Worker needs, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The core's policy: auth, table, retention, body limit.
+    pub policy: Policy,
+    /// AWS region, for the endpoint and the signature.
+    pub region: String,
+    /// DynamoDB's endpoint, `scheme://host[:port]` with no path.
+    pub endpoint: String,
+    /// AWS credentials for signing.
+    pub credentials: AwsCredentials,
+    /// Deadline for one store call.
+    pub store_timeout_ms: u32,
+}
+
+/// AWS credentials; the secret parts print as `[redacted]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    /// `AWS_ACCESS_KEY_ID`.
+    pub access_key_id: String,
+    /// `AWS_SECRET_ACCESS_KEY`.
+    pub secret_access_key: String,
+    /// `AWS_SESSION_TOKEN`, for temporary credentials.
+    pub session_token: Option<String>,
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsCredentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
+    }
+}
+
+/// A configuration variable that is missing or malformed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable's name.
+    pub variable: &'static str,
+    /// What it should hold.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} must be {}", self.variable, self.expected)
+    }
+}
+
+impl Config {
+    /// Reads and validates every variable through `lookup` (name to value, `None` when unset).
+    /// Empty values count as unset.
+    pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let require =
+            |variable: &'static str, expected: &'static str| get(variable).ok_or(ConfigError { variable, expected });
+
+        let table = require("RECEIPTS_TABLE", "the receipts table's name")?;
+        let region = require("AWS_REGION", "an AWS region such as us-east-1")?;
+        if !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            return Err(ConfigError { variable: "AWS_REGION", expected: "an AWS region such as us-east-1" });
+        }
+        let endpoint = match get("DYNAMODB_ENDPOINT") {
+            None => format!("https://dynamodb.{region}.amazonaws.com"),
+            Some(url) => parse_endpoint(&url).ok_or(ConfigError {
+                variable: "DYNAMODB_ENDPOINT",
+                expected: "an http(s)://host[:port] URL with no path",
+            })?,
+        };
+        let number = |variable: &'static str,
+                      default: u32,
+                      range: core::ops::RangeInclusive<u32>,
+                      expected: &'static str| {
+            match get(variable) {
+                None => Ok(default),
+                Some(text) => text.parse().ok().filter(|n| range.contains(n)).ok_or(ConfigError { variable, expected }),
+            }
+        };
+        let retention_days = number("RETENTION_DAYS", DEFAULT_RETENTION_DAYS, 1..=3650, "whole days from 1 to 3650")?;
+        let default_max = DEFAULT_MAX_BODY_BYTES as u32;
+        let max_body_bytes = number("MAX_BODY_BYTES", default_max, 1..=(1 << 20), "bytes from 1 to 1048576")?;
+        let store_timeout_ms =
+            number("STORE_TIMEOUT_MS", DEFAULT_STORE_TIMEOUT_MS, 1..=60_000, "milliseconds from 1 to 60000")?;
+
+        let credentials = AwsCredentials {
+            access_key_id: require("AWS_ACCESS_KEY_ID", "an AWS access key ID")?,
+            secret_access_key: require("AWS_SECRET_ACCESS_KEY", "an AWS secret access key")?,
+            session_token: get("AWS_SESSION_TOKEN"),
+        };
+
+        let list = |name: &str| -> Vec<String> {
+            get(name)
+                .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                .unwrap_or_default()
+        };
+        let credentials_of = |values: Vec<String>| values.iter().map(|v| Credential::new(v.as_bytes())).collect();
+        let basic = list("WEBHOOK_BASIC_CREDENTIALS");
+        if basic.iter().any(|pair| !pair.contains(':')) {
+            return Err(ConfigError {
+                variable: "WEBHOOK_BASIC_CREDENTIALS",
+                expected: "comma-separated user:password pairs",
+            });
+        }
+        let header = match (get("WEBHOOK_HEADER_NAME"), list("WEBHOOK_HEADER_VALUES")) {
+            (None, values) if values.is_empty() => None,
+            (Some(name), values) if is_header_name(&name) && !values.is_empty() => {
+                Some(HeaderCredentials { name, values: credentials_of(values) })
+            }
+            (Some(name), _) if !is_header_name(&name) => {
+                return Err(ConfigError { variable: "WEBHOOK_HEADER_NAME", expected: "an HTTP header name" })
+            }
+            (None, _) => {
+                return Err(ConfigError {
+                    variable: "WEBHOOK_HEADER_NAME",
+                    expected: "set when WEBHOOK_HEADER_VALUES is",
+                })
+            }
+            (Some(_), _) => {
+                return Err(ConfigError {
+                    variable: "WEBHOOK_HEADER_VALUES",
+                    expected: "set when WEBHOOK_HEADER_NAME is",
+                })
+            }
+        };
+        let signing_secrets = list("WEBHOOK_SIGNING_SECRETS")
+            .iter()
+            .map(|s| SigningSecret::parse(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| ConfigError {
+                variable: "WEBHOOK_SIGNING_SECRETS",
+                expected: "comma-separated whsec_<base64> secrets",
+            })?;
+        let auth = AuthPolicy {
+            bearer_tokens: credentials_of(list("WEBHOOK_BEARER_TOKENS")),
+            basic_credentials: credentials_of(basic),
+            header,
+            signing_secrets,
+        };
+        let policy = Policy { auth, table, retention_days, max_body_bytes: max_body_bytes as usize };
+        Ok(Config { policy, region, endpoint, credentials, store_timeout_ms })
+    }
+}
+
+/// `scheme://host[:port]` with an optional trailing `/`, for http or https; `None` otherwise.
+fn parse_endpoint(text: &str) -> Option<String> {
+    let trimmed = text.strip_suffix('/').unwrap_or(text);
+    let rest = trimmed.strip_prefix("https://").or_else(|| trimmed.strip_prefix("http://"))?;
+    let valid = !rest.is_empty()
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    valid.then(|| trimmed.to_owned())
+}
+
+/// An HTTP token: letters, digits and `!#$%&'*+-.^_`|~`.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn minimal() -> HashMap<&'static str, &'static str> {
+        HashMap::from([
+            ("RECEIPTS_TABLE", "receipts"),
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("WEBHOOK_BEARER_TOKENS", "t1, t2"),
+        ])
+    }
+
+    fn load(vars: &HashMap<&'static str, &'static str>) -> Result<Config, ConfigError> {
+        Config::load(|name| vars.get(name).map(|v| v.to_string()))
+    }
+
+    fn check(changes: &[(&'static str, &'static str)], expected: Result<(), (&str, &str)>) {
+        let mut vars = minimal();
+        for (name, value) in changes {
+            vars.insert(name, value);
+        }
+        let got = load(&vars).map(|_| ()).map_err(|e| (e.variable, e.expected));
+        assert_eq!(got, expected, "{changes:?}");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn defaults() {
+        let config = load(&minimal()).unwrap();
+        assert_eq!(config.endpoint, "https://dynamodb.eu-west-1.amazonaws.com");
+        assert_eq!(config.policy.retention_days, 30);
+        assert_eq!(config.policy.max_body_bytes, 262_144);
+        assert_eq!(config.store_timeout_ms, 5_000);
+        assert_eq!(config.policy.auth.bearer_tokens.len(), 2);
+        assert_eq!(config.credentials.session_token, None);
+        assert!(!format!("{config:?}").contains("secret\""), "secrets are not printed");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn every_setting() {
+        let mut vars = minimal();
+        vars.extend([
+            ("DYNAMODB_ENDPOINT", "http://127.0.0.1:4566/"),
+            ("RETENTION_DAYS", "7"),
+            ("MAX_BODY_BYTES", "1024"),
+            ("STORE_TIMEOUT_MS", "250"),
+            ("AWS_SESSION_TOKEN", "session"),
+            ("WEBHOOK_BASIC_CREDENTIALS", "forms:pa:ss,other:x"),
+            ("WEBHOOK_HEADER_NAME", "X-Forms-Secret"),
+            ("WEBHOOK_HEADER_VALUES", "h1,h2"),
+            ("WEBHOOK_SIGNING_SECRETS", "whsec_aHVudGVyMg=="),
+        ]);
+        let config = load(&vars).unwrap();
+        assert_eq!(config.endpoint, "http://127.0.0.1:4566");
+        assert_eq!(
+            (config.policy.retention_days, config.policy.max_body_bytes, config.store_timeout_ms),
+            (7, 1024, 250)
+        );
+        assert_eq!(config.credentials.session_token.as_deref(), Some("session"));
+        assert_eq!(config.policy.auth.basic_credentials.len(), 2);
+        assert_eq!(config.policy.auth.header.as_ref().map(|h| h.values.len()), Some(2));
+        assert_eq!(config.policy.auth.signing_secrets.len(), 1);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn errors_name_the_variable() {
+        check(&[("RECEIPTS_TABLE", " ")], Err(("RECEIPTS_TABLE", "the receipts table's name")));
+        check(&[("AWS_REGION", "")], Err(("AWS_REGION", "an AWS region such as us-east-1")));
+        check(&[("AWS_REGION", "EU WEST")], Err(("AWS_REGION", "an AWS region such as us-east-1")));
+        check(&[("AWS_ACCESS_KEY_ID", "")], Err(("AWS_ACCESS_KEY_ID", "an AWS access key ID")));
+        check(&[("AWS_SECRET_ACCESS_KEY", "")], Err(("AWS_SECRET_ACCESS_KEY", "an AWS secret access key")));
+        let endpoint = Err(("DYNAMODB_ENDPOINT", "an http(s)://host[:port] URL with no path"));
+        check(&[("DYNAMODB_ENDPOINT", "127.0.0.1:4566")], endpoint);
+        check(&[("DYNAMODB_ENDPOINT", "http://host/path")], endpoint);
+        check(&[("RETENTION_DAYS", "0")], Err(("RETENTION_DAYS", "whole days from 1 to 3650")));
+        check(&[("RETENTION_DAYS", "thirty")], Err(("RETENTION_DAYS", "whole days from 1 to 3650")));
+        check(&[("MAX_BODY_BYTES", "2000000")], Err(("MAX_BODY_BYTES", "bytes from 1 to 1048576")));
+        check(&[("STORE_TIMEOUT_MS", "-1")], Err(("STORE_TIMEOUT_MS", "milliseconds from 1 to 60000")));
+        check(
+            &[("WEBHOOK_BASIC_CREDENTIALS", "nocolon")],
+            Err(("WEBHOOK_BASIC_CREDENTIALS", "comma-separated user:password pairs")),
+        );
+        check(&[("WEBHOOK_HEADER_NAME", "X Bad")], Err(("WEBHOOK_HEADER_NAME", "an HTTP header name")));
+        check(&[("WEBHOOK_HEADER_VALUES", "v")], Err(("WEBHOOK_HEADER_NAME", "set when WEBHOOK_HEADER_VALUES is")));
+        check(&[("WEBHOOK_HEADER_NAME", "X-K")], Err(("WEBHOOK_HEADER_VALUES", "set when WEBHOOK_HEADER_NAME is")));
+        check(
+            &[("WEBHOOK_SIGNING_SECRETS", "whsec_***")],
+            Err(("WEBHOOK_SIGNING_SECRETS", "comma-separated whsec_<base64> secrets")),
+        );
+        check(&[], Ok(()));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn no_auth_method_loads_but_refuses_everything() {
+        let mut vars = minimal();
+        vars.remove("WEBHOOK_BEARER_TOKENS");
+        let config = load(&vars).unwrap();
+        assert!(!config.policy.auth.is_configured());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn errors_never_echo_values() {
+        let error =
+            ConfigError { variable: "WEBHOOK_SIGNING_SECRETS", expected: "comma-separated whsec_<base64> secrets" };
+        assert_eq!(error.to_string(), "WEBHOOK_SIGNING_SECRETS must be comma-separated whsec_<base64> secrets");
+    }
+}

@@ -1,0 +1,81 @@
+//! The `#[event(fetch)]` handler: collect the request, let the core decide, store, render, log.
+
+use shared::decision::{Outcome, Response as Decision};
+use shared::headers::Headers as CoreHeaders;
+use shared::log::{safe_request_id, LogRecord};
+use shared::receive::{receive, route, Delivery, Route, Step};
+use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
+
+use crate::config::Config;
+use crate::dynamodb;
+
+#[event(fetch)]
+async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
+    let started = Date::now().as_millis();
+    let request_id =
+        request.headers().get("cf-ray").ok().flatten().and_then(|id| safe_request_id(&id)).unwrap_or_else(generated_id);
+    let (outcome, submission_id) = handle(request, &env, &request_id, started).await;
+    let decision = outcome.response();
+    let record = LogRecord {
+        request_id,
+        submission_id,
+        outcome: decision.code,
+        reason: outcome.reason(),
+        status: decision.status,
+        duration_ms: Date::now().as_millis().saturating_sub(started),
+    };
+    if decision.status >= 500 {
+        console_error!("{}", record.to_json_line());
+    } else {
+        console_log!("{}", record.to_json_line());
+    }
+    render(decision)
+}
+
+/// Runs one request through the core; returns the outcome and, once known, the submission ID.
+async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> (Outcome, Option<String>) {
+    match route(request.method().as_ref(), &request.path()) {
+        Route::Reject(rejection) => return (rejection.outcome(), None),
+        Route::Health => return (Outcome::Health, None),
+        Route::Webhook => {}
+    }
+    let config = match Config::load(|name| env_string(env, name)) {
+        Ok(config) => config,
+        Err(error) => return (Outcome::ConfigInvalid(error.variable), None),
+    };
+    // Refuse a declared oversize body before reading it.
+    let declared = request.headers().get("content-length").ok().flatten().and_then(|n| n.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > config.policy.max_body_bytes) {
+        return (Outcome::PayloadTooLarge, None);
+    }
+    let Ok(body) = request.bytes().await else { return (Outcome::BodyUnreadable, None) };
+    let headers = CoreHeaders::new(request.headers().entries());
+    let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
+    match receive(&config.policy, &delivery) {
+        Step::Respond(outcome, submission_id) => (outcome, submission_id),
+        Step::Store(pending) => {
+            let answer = dynamodb::put(&config, &pending.request, now_millis).await;
+            (pending.finish(answer), Some(pending.submission_id))
+        }
+    }
+}
+
+/// A `[vars]` value or secret as a string; `None` when unset.
+fn env_string(env: &Env, name: &str) -> Option<String> {
+    js_sys::Reflect::get(env.as_ref(), &name.into()).ok()?.as_string()
+}
+
+/// A request ID when the platform gave none (`cf-ray` is absent when running locally).
+fn generated_id() -> String {
+    let part = || (js_sys::Math::random() * f64::from(u32::MAX)) as u32;
+    format!("local-{:08x}{:08x}", part(), part())
+}
+
+fn render(decision: Decision) -> Result<Response> {
+    let headers = Headers::new();
+    headers.set("content-type", "application/json")?;
+    for (name, value) in &decision.headers {
+        headers.set(name, value)?;
+    }
+    Ok(Response::from_bytes(decision.body.into_bytes())?.with_status(decision.status).with_headers(headers))
+}

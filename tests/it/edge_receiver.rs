@@ -1,0 +1,347 @@
+//! The built edge Worker in workerd against a DynamoDB-compatible server that verifies SigV4.
+//!
+//! Each test starts its own store and Worker on ephemeral 127.0.0.1 ports, so tests run in
+//! parallel and leave nothing running.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
+use tests::edge::Edge;
+use tests::faults::FaultServer;
+use tests::free_port;
+use tests::http::Answer;
+use tests::ministack::{AccessKey, Ministack};
+
+const TABLE: &str = "receipts";
+
+/// Request headers, owned.
+type HeaderList = Vec<(String, String)>;
+
+/// Every binding the Worker reads, with every auth method configured.
+fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    let mut all: BTreeMap<&'static str, String> = BTreeMap::from([
+        ("RECEIPTS_TABLE", TABLE.to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("DYNAMODB_ENDPOINT", endpoint.to_owned()),
+        ("AWS_ACCESS_KEY_ID", key.id.clone()),
+        ("AWS_SECRET_ACCESS_KEY", key.secret.clone()),
+        ("STORE_TIMEOUT_MS", "1500".to_owned()),
+        ("WEBHOOK_BEARER_TOKENS", format!("retired-token,{BEARER}")),
+        ("WEBHOOK_BASIC_CREDENTIALS", format!("{BASIC_USER}:{BASIC_PASSWORD}")),
+        ("WEBHOOK_HEADER_NAME", HEADER_NAME.to_owned()),
+        ("WEBHOOK_HEADER_VALUES", HEADER_VALUE.to_owned()),
+        ("WEBHOOK_SIGNING_SECRETS", delivery::signing_secret()),
+    ]);
+    for (name, value) in extra {
+        all.insert(name, (*value).to_owned());
+    }
+    all.into_iter().collect()
+}
+
+/// A store with a receipts table and an IAM key, and a Worker pointed at it.
+struct Stack {
+    store: Ministack,
+    key: AccessKey,
+    edge: Edge,
+}
+
+fn stack() -> Stack {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("edge");
+    let edge = Edge::start(&bindings(&store.endpoint(), &key, &[]));
+    Stack { store, key, edge }
+}
+
+/// Content type, bearer token and the right idempotency key for `id`.
+fn headers(id: &str) -> Vec<(String, String)> {
+    vec![
+        ("Content-Type".into(), "application/json".into()),
+        ("Authorization".into(), format!("Bearer {BEARER}")),
+        ("Idempotency-Key".into(), delivery::key(id)),
+    ]
+}
+
+fn with(mut headers: Vec<(String, String)>, name: &str, value: Option<&str>) -> Vec<(String, String)> {
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+    if let Some(value) = value {
+        headers.push((name.into(), value.into()));
+    }
+    headers
+}
+
+fn deliver(edge: &Edge, headers: &[(String, String)], body: &[u8]) -> Answer {
+    let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    edge.deliver(&refs, body)
+}
+
+fn body(id: &str) -> Vec<u8> {
+    delivery::body(id, delivery::VISITOR_MESSAGE, delivery::now_secs())
+}
+
+#[test]
+fn concurrent_identical_deliveries_store_one_receipt() {
+    let s = stack();
+    let payload = body("sub_concurrent");
+    let answers: Vec<Answer> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..20).map(|_| scope.spawn(|| deliver(&s.edge, &headers("sub_concurrent"), &payload))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let created: Vec<_> = answers.iter().filter(|a| a.status == 202).collect();
+    let duplicates: Vec<_> = answers.iter().filter(|a| a.status == 200).collect();
+    assert_eq!(created.len(), 1, "{answers:#?}");
+    assert_eq!(duplicates.len(), 19, "{answers:#?}");
+    assert_eq!(created[0].json()["duplicate"], json!(false));
+    for answer in duplicates {
+        assert_eq!(answer.json()["duplicate"], json!(true));
+        assert_eq!(answer.header("Idempotent-Replayed"), Some("true"));
+        assert_eq!(answer.json()["receivedAt"], created[0].json()["receivedAt"]);
+    }
+    let items = s.store.scan(TABLE);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["status"]["S"], "RECEIVED");
+    assert_eq!(items[0]["payload"]["M"]["data"]["M"]["apiKey"]["S"], "[redacted]");
+}
+
+#[test]
+fn the_key_must_match_the_envelope() {
+    let s = stack();
+    let payload = body("sub_key");
+    let other =
+        deliver(&s.edge, &with(headers("sub_key"), "Idempotency-Key", Some(&delivery::key("sub_other"))), &payload);
+    assert_eq!((other.status, other.json()["code"].clone()), (400, json!("invalid_idempotency_key")));
+    let missing = deliver(&s.edge, &with(headers("sub_key"), "Idempotency-Key", None), &payload);
+    assert_eq!((missing.status, missing.json()["reason"].clone()), (400, json!("missing_idempotency_key")));
+    assert!(s.store.scan(TABLE).is_empty());
+}
+
+#[test]
+fn changed_form_content_is_refused_and_a_new_timestamp_is_a_duplicate() {
+    let s = stack();
+    assert_eq!(
+        deliver(&s.edge, &headers("sub_change"), &delivery::body("sub_change", "first", 1_796_000_000)).status,
+        202
+    );
+    let stored = s.store.get(TABLE, &delivery::key("sub_change")).unwrap();
+
+    let changed = deliver(&s.edge, &headers("sub_change"), &delivery::body("sub_change", "second", 1_796_000_000));
+    assert_eq!((changed.status, changed.json()["code"].clone()), (422, json!("idempotency_key_reused")));
+    assert_eq!(s.store.get(TABLE, &delivery::key("sub_change")).unwrap(), stored, "the receipt is unchanged");
+
+    let retried = deliver(&s.edge, &headers("sub_change"), &delivery::body("sub_change", "first", 1_796_000_777));
+    assert_eq!((retried.status, retried.json()["duplicate"].clone()), (200, json!(true)));
+    assert_eq!(s.store.scan(TABLE).len(), 1);
+}
+
+#[test]
+fn every_auth_method_is_checked_and_nothing_is_written_for_a_wrong_one() {
+    let s = stack();
+    let plain = headers("x");
+    let auth = |id: &str, name: &str, value: &str| with(with(headers(id), "Authorization", None), name, Some(value));
+    let cases: Vec<(&str, HeaderList, u16)> = vec![
+        ("sub_bearer", headers("sub_bearer"), 202),
+        ("sub_bearer_bad", auth("sub_bearer_bad", "Authorization", "Bearer not-it"), 401),
+        ("sub_basic", auth("sub_basic", "Authorization", &delivery::basic_header(BASIC_USER, BASIC_PASSWORD)), 202),
+        ("sub_basic_bad", auth("sub_basic_bad", "Authorization", &delivery::basic_header(BASIC_USER, "nope")), 401),
+        ("sub_header", auth("sub_header", HEADER_NAME, HEADER_VALUE), 202),
+        ("sub_header_bad", auth("sub_header_bad", HEADER_NAME, "nope"), 401),
+        ("sub_none", with(plain.clone(), "Authorization", None), 401),
+    ];
+    for (id, headers, expected) in cases {
+        let answer = deliver(&s.edge, &with(headers, "Idempotency-Key", Some(&delivery::key(id))), &body(id));
+        assert_eq!(answer.status, expected, "{id}: {}", answer.body);
+        if expected == 401 {
+            assert_eq!(answer.json()["code"], "unauthenticated");
+        }
+    }
+    // Standard Webhooks: right key, wrong key, stale timestamp.
+    let now = delivery::now_secs();
+    for (id, key, at, expected) in [
+        ("sub_sig", delivery::SIGNING_KEY, now, 202),
+        ("sub_sig_bad", b"some-other-signing-key-000000000".as_slice(), now, 401),
+        ("sub_sig_stale", delivery::SIGNING_KEY, now - 600, 401),
+    ] {
+        let payload = body(id);
+        let mut h = with(with(headers(id), "Authorization", None), "Idempotency-Key", Some(&delivery::key(id)));
+        h.extend(delivery::signature_headers(key, &format!("msg_{id}"), at, &payload));
+        assert_eq!(deliver(&s.edge, &h, &payload).status, expected, "{id}");
+    }
+    let mut stored: Vec<String> =
+        s.store.scan(TABLE).iter().map(|i| i["submissionId"]["S"].as_str().unwrap().to_owned()).collect();
+    stored.sort();
+    assert_eq!(stored, ["sub_basic", "sub_bearer", "sub_header", "sub_sig"]);
+}
+
+#[test]
+fn a_signature_the_store_rejects_is_never_a_success() {
+    let s = stack();
+    let wrong = AccessKey { id: s.key.id.clone(), secret: "not-the-secret".into() };
+    let edge = Edge::start(&bindings(&s.store.endpoint(), &wrong, &[]));
+    let answer = deliver(&edge, &headers("sub_badsig"), &body("sub_badsig"));
+    assert!(matches!(answer.status, 500 | 503), "{}: {}", answer.status, answer.body);
+    assert!(s.store.scan(TABLE).is_empty());
+}
+
+#[test]
+fn a_store_that_cannot_prove_durability_gets_503() {
+    let key = AccessKey { id: "AKIDEXAMPLE".into(), secret: "secret".into() };
+    let hanging = FaultServer::silent();
+    let failing = FaultServer::canned(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#);
+    let throttling = FaultServer::canned(
+        400,
+        r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#,
+    );
+    let down = format!("http://127.0.0.1:{}", free_port());
+    for (name, endpoint) in [
+        ("down", down),
+        ("hanging", hanging.endpoint()),
+        ("500", failing.endpoint()),
+        ("throttled", throttling.endpoint()),
+    ] {
+        let edge = Edge::start(&bindings(&endpoint, &key, &[("STORE_TIMEOUT_MS", "500")]));
+        for attempt in 0..2 {
+            let answer = deliver(&edge, &headers("sub_fault"), &body("sub_fault"));
+            assert_eq!(answer.status, 503, "{name} attempt {attempt}: {}", answer.body);
+            assert_eq!(answer.header("Retry-After"), Some("5"), "{name}");
+            assert_eq!(
+                answer.json(),
+                json!({"code": "store_unavailable", "message": "the receipt could not be stored; retry later"})
+            );
+        }
+    }
+    assert!(hanging.hits.load(std::sync::atomic::Ordering::Relaxed) >= 2, "the hanging store was reached");
+}
+
+#[test]
+fn an_expired_receipt_does_not_block_a_new_delivery() {
+    let s = stack();
+    let key = delivery::key("sub_expired");
+    s.store.ok(
+        "DynamoDB_20120810.PutItem",
+        &json!({"TableName": TABLE, "Item": {
+            "pk": {"S": key}, "event": {"S": "form.submitted"}, "submissionId": {"S": "sub_expired"},
+            "payload": {"M": {}}, "fingerprint": {"S": "old"}, "status": {"S": "COMPLETED"},
+            "receivedAt": {"S": "2020-01-01T00:00:00.000Z"}, "expiresAt": {"N": "1577836800"}, "requestId": {"S": "old"}
+        }}),
+    );
+    let answer = deliver(&s.edge, &headers("sub_expired"), &body("sub_expired"));
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    let item = s.store.get(TABLE, &key).unwrap();
+    assert_eq!(item["status"]["S"], "RECEIVED");
+    assert_ne!(item["receivedAt"]["S"], "2020-01-01T00:00:00.000Z");
+}
+
+#[test]
+fn requests_that_are_not_deliveries() {
+    let s = stack();
+    let h = headers("sub_shape");
+    let big = vec![b' '; 262_145];
+    /// A request that is not a delivery, and the status and code it must get.
+    struct Case(&'static str, &'static str, HeaderList, Vec<u8>, (u16, &'static str));
+    let cases = vec![
+        Case("POST", "/webhooks/staticforms", h.clone(), big, (413, "payload_too_large")),
+        Case(
+            "POST",
+            "/webhooks/staticforms",
+            with(h.clone(), "Content-Type", Some("text/plain")),
+            body("sub_shape"),
+            (415, "unsupported_media_type"),
+        ),
+        Case("POST", "/webhooks/staticforms", h.clone(), b"{not json".to_vec(), (400, "invalid_json")),
+        Case(
+            "POST",
+            "/webhooks/staticforms",
+            h.clone(),
+            br#"{"event":"form.submitted"}"#.to_vec(),
+            (400, "invalid_envelope"),
+        ),
+        Case("POST", "/elsewhere", h.clone(), body("sub_shape"), (404, "not_found")),
+        Case("GET", "/webhooks/staticforms", vec![], vec![], (405, "method_not_allowed")),
+        Case("GET", "/healthz", vec![], vec![], (200, "ok")),
+    ];
+    for Case(method, path, headers, payload, (status, code)) in cases {
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let answer = s.edge.request(method, path, &refs, &payload);
+        assert_eq!((answer.status, answer.json()["code"].clone()), (status, json!(code)), "{method} {path}");
+        assert_eq!(answer.header("Content-Type"), Some("application/json"));
+    }
+    assert!(s.store.scan(TABLE).is_empty());
+}
+
+#[test]
+fn a_broken_configuration_answers_500_and_never_accepts() {
+    let key = AccessKey { id: "AKIDEXAMPLE".into(), secret: "secret".into() };
+    let edge = Edge::start(&bindings("http://127.0.0.1:9", &key, &[("RETENTION_DAYS", "forever")]));
+    let answer = deliver(&edge, &headers("sub_config"), &body("sub_config"));
+    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("config_invalid")));
+    let logs = edge.logs(1);
+    assert_eq!(logs.len(), 1);
+    assert!(logs[0].starts_with("error ") && logs[0].contains("RETENTION_DAYS"), "{logs:?}");
+    assert!(!logs[0].contains("forever"));
+
+    let no_auth: Vec<_> = bindings("http://127.0.0.1:9", &key, &[])
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("WEBHOOK_"))
+        .collect();
+    let edge = Edge::start(&no_auth);
+    let answer = deliver(&edge, &headers("sub_config"), &body("sub_config"));
+    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("auth_not_configured")));
+}
+
+#[test]
+fn log_lines_hold_no_secret_and_no_form_content() {
+    let s = stack();
+    let mut sent = 0;
+    let mut send = |h: Vec<(String, String)>, b: Vec<u8>| {
+        deliver(&s.edge, &h, &b);
+        sent += 1;
+    };
+    send(headers("sub_log"), body("sub_log"));
+    send(headers("sub_log"), body("sub_log"));
+    send(headers("sub_log"), delivery::body("sub_log", "changed", 1));
+    send(with(headers("sub_log2"), "Authorization", Some("Bearer wrong-token-value")), body("sub_log2"));
+    send(
+        with(headers("sub_log3"), "Authorization", Some(&delivery::basic_header(BASIC_USER, BASIC_PASSWORD))),
+        body("sub_log3"),
+    );
+    send(
+        headers("sub_log4"),
+        b"{\"event\":\"form.submitted\",\"data\":{\"submissionId\":\"ada.integration@example.com\"}}".to_vec(),
+    );
+    let logs = s.edge.logs(sent);
+    assert_eq!(logs.len(), sent, "one line per request: {logs:#?}");
+    let forbidden = [
+        BEARER,
+        BASIC_PASSWORD,
+        HEADER_VALUE,
+        "wrong-token-value",
+        &delivery::signing_secret(),
+        &s.key.secret,
+        delivery::VISITOR_NAME,
+        delivery::VISITOR_EMAIL,
+        delivery::VISITOR_MESSAGE,
+        delivery::API_KEY,
+        "changed",
+    ];
+    for line in &logs {
+        for secret in forbidden {
+            assert!(!line.contains(secret), "log line leaks {secret:?}: {line}");
+        }
+        let (_, record) = line.split_once(' ').unwrap();
+        let record: Value = serde_json::from_str(record).unwrap();
+        let keys: Vec<&str> = record.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["durationMs", "outcome", "reason", "requestId", "status", "submissionId"], "{line}");
+    }
+    let outcomes: Vec<String> = logs
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l.split_once(' ').unwrap().1).unwrap()["outcome"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["stored", "duplicate", "idempotency_key_reused", "unauthenticated", "stored", "invalid_envelope"]
+    );
+}

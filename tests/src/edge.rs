@@ -1,0 +1,93 @@
+//! The built edge Worker running in workerd (through Miniflare), one instance per test.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::http::{send, Answer};
+use crate::ministack::TempDir;
+use crate::repo_root;
+
+/// A running Worker, stopped by PID on drop.
+pub struct Edge {
+    pub url: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    logs: Arc<Mutex<Vec<String>>>,
+    _dir: TempDir,
+}
+
+impl Edge {
+    /// Starts the built Worker with these bindings (`[vars]` and secrets alike).
+    pub fn start(bindings: &[(&str, String)]) -> Edge {
+        let root = repo_root();
+        let built = root.join("edge/build/index.js");
+        assert!(built.exists(), "{} is missing: build the Worker first (`make build-edge`)", built.display());
+        let dir = TempDir::new("edge");
+        let map: serde_json::Map<String, serde_json::Value> =
+            bindings.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::String(v.clone()))).collect();
+        let file = dir.0.join("bindings.json");
+        std::fs::write(&file, serde_json::Value::Object(map).to_string()).unwrap();
+        let mut child = Command::new("node")
+            .arg(root.join("tests/support/edge-runner.mjs"))
+            .arg(&file)
+            .env("WRANGLER_SEND_METRICS", "false")
+            .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node runs (install Node.js 20)");
+        let stdout = child.stdout.take().unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let sink = Arc::clone(&logs);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("READY ") {
+                    let _ = ready_tx.send(url.to_owned());
+                } else if let Some(log) = line.strip_prefix("LOG ") {
+                    sink.lock().unwrap().push(log.to_owned());
+                }
+            }
+        });
+        let url = ready_rx.recv_timeout(Duration::from_secs(30)).expect("the Worker starts within 30 s");
+        let stdin = child.stdin.take();
+        Edge { url, child, stdin, logs, _dir: dir }
+    }
+
+    /// `POST /webhooks/staticforms`.
+    pub fn deliver(&self, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+        self.request("POST", "/webhooks/staticforms", headers, body)
+    }
+
+    /// Any request; panics if the Worker does not answer at all.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+        send(method, &format!("{}{path}", self.url), headers, body).expect("the Worker answers")
+    }
+
+    /// The log lines written so far, each `<level> <line>`; waits until there are `at_least`.
+    pub fn logs(&self, at_least: usize) -> Vec<String> {
+        crate::wait_until("the Worker's log lines", 10, || self.logs.lock().unwrap().len() >= at_least);
+        self.logs.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Edge {
+    /// Closing the runner's stdin makes it dispose of Miniflare, which stops workerd; killing
+    /// the runner outright would leave workerd running. The kill is only the fallback.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

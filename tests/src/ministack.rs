@@ -1,0 +1,189 @@
+//! A private ministack (DynamoDB, Streams, IAM; SigV4 checked) per test, on its own port.
+
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::http::{send, Answer};
+use crate::{free_port, repo_root, wait_until};
+
+/// A running ministack, stopped by PID on drop.
+pub struct Ministack {
+    pub port: u16,
+    child: Child,
+    _dir: TempDir,
+}
+
+/// An IAM user's access key: the store checks signatures made with it.
+#[derive(Clone, Debug)]
+pub struct AccessKey {
+    pub id: String,
+    pub secret: String,
+}
+
+impl Ministack {
+    /// Starts a new instance with signature checks on. Panics if the venv is missing.
+    pub fn start() -> Ministack {
+        let binary = repo_root().join(".tools/ministack/bin/ministack");
+        assert!(binary.exists(), "{} is missing: run `make setup`", binary.display());
+        let dir = TempDir::new("ministack");
+        let port = free_port();
+        let child = Command::new(binary)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env("AUTH", "true")
+            .env("BIND_HOST", "127.0.0.1")
+            .env("GATEWAY_PORT", port.to_string())
+            .env("SERVICES", "dynamodb,dynamodbstreams,iam")
+            .env("TMPDIR", &dir.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let ministack = Ministack { port, child, _dir: dir };
+        let health = format!("{}/_ministack/health", ministack.endpoint());
+        wait_until("ministack", 20, || send("GET", &health, &[], b"").is_some_and(|a| a.status == 200));
+        ministack
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Calls a DynamoDB or Streams action with the root key (never signature-checked), for the
+    /// tests' own setup and inspection.
+    pub fn call(&self, target: &str, body: &Value) -> Answer {
+        let auth = "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0";
+        send(
+            "POST",
+            &format!("{}/", self.endpoint()),
+            &[
+                ("Content-Type", "application/x-amz-json-1.0"),
+                ("X-Amz-Target", target),
+                ("X-Amz-Date", "20260101T000000Z"),
+                ("Authorization", auth),
+            ],
+            body.to_string().as_bytes(),
+        )
+        .expect("ministack answers")
+    }
+
+    /// Like [`Ministack::call`], but panics unless the answer is 200.
+    pub fn ok(&self, target: &str, body: &Value) -> Value {
+        let answer = self.call(target, body);
+        assert_eq!(answer.status, 200, "{target}: {}", answer.body);
+        answer.json()
+    }
+
+    /// Creates a receipts table like production's: key `pk`, stream with new and old images,
+    /// TTL on `expiresAt`.
+    pub fn create_receipts_table(&self, name: &str) {
+        self.ok(
+            "DynamoDB_20120810.CreateTable",
+            &json!({
+                "TableName": name,
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST",
+                "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+            }),
+        );
+        self.ok(
+            "DynamoDB_20120810.UpdateTimeToLive",
+            &json!({"TableName": name, "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expiresAt"}}),
+        );
+    }
+
+    /// Every item in `table`, in DynamoDB JSON.
+    pub fn scan(&self, table: &str) -> Vec<Value> {
+        let answer = self.ok("DynamoDB_20120810.Scan", &json!({"TableName": table, "ConsistentRead": true}));
+        answer["Items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The item with key `pk`, if any.
+    pub fn get(&self, table: &str, pk: &str) -> Option<Value> {
+        let answer = self.ok(
+            "DynamoDB_20120810.GetItem",
+            &json!({"TableName": table, "Key": {"pk": {"S": pk}}, "ConsistentRead": true}),
+        );
+        answer.get("Item").cloned()
+    }
+
+    /// Creates an IAM user allowed all DynamoDB actions and returns a new access key for it.
+    pub fn iam_access_key(&self, user: &str) -> AccessKey {
+        let policy =
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"dynamodb:*","Resource":"*"}]}"#;
+        self.iam(&[("Action", "CreateUser"), ("UserName", user)]);
+        self.iam(&[("Action", "PutUserPolicy"), ("UserName", user), ("PolicyName", "ddb"), ("PolicyDocument", policy)]);
+        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
+        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    }
+
+    fn iam(&self, params: &[(&str, &str)]) -> String {
+        let mut form = String::from("Version=2010-05-08");
+        for (name, value) in params {
+            form.push_str(&format!("&{name}={}", url_encode(value)));
+        }
+        let answer = send(
+            "POST",
+            &format!("{}/", self.endpoint()),
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("X-Amz-Date", "20260101T000000Z"),
+                (
+                    "Authorization",
+                    "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host;x-amz-date, Signature=0",
+                ),
+            ],
+            form.as_bytes(),
+        )
+        .expect("ministack answers");
+        assert_eq!(answer.status, 200, "IAM {params:?}: {}", answer.body);
+        answer.body
+    }
+}
+
+impl Drop for Ministack {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn xml_value(xml: &str, tag: &str) -> String {
+    let open = format!("<{tag}>");
+    let start = xml.find(&open).unwrap_or_else(|| panic!("no {tag} in {xml}")) + open.len();
+    let end = xml[start..].find('<').unwrap() + start;
+    xml[start..end].to_owned()
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A private folder under `target/`, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = repo_root().join("target/it-tmp").join(format!("{prefix}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
