@@ -5,6 +5,7 @@
 //! the core's decision with one log line. It makes no decision of its own, and it never uses
 //! `respond_with_errors`, so no internal error text can reach a response.
 
+#![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod config;

@@ -43,6 +43,19 @@ impl LeadError {
     }
 }
 
+impl Lead {
+    /// The lead as JSON: `{"externalId","name","email","message","extra":{..}}`, for HTTP sinks.
+    pub fn to_json(&self) -> Json {
+        Json::Object(BTreeMap::from([
+            (String::from("externalId"), Json::string(&self.external_id)),
+            (String::from("name"), Json::string(&self.name)),
+            (String::from("email"), Json::string(&self.email)),
+            (String::from("message"), Json::string(&self.message)),
+            (String::from("extra"), Json::Object(self.extra.clone())),
+        ]))
+    }
+}
+
 /// Maps a receipt to its lead.
 pub fn lead_from_receipt(receipt: &Receipt) -> Result<Lead, LeadError> {
     let payload_id = receipt.payload.get("data").and_then(|d| d.get("submissionId")).and_then(Json::as_str);
@@ -117,6 +130,15 @@ mod tests {
             lead_from_receipt(&receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#))
                 .map(|l| l.external_id),
             Ok("s".into())
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn lead_json() {
+        let lead = lead_from_receipt(&receipt(include_str!("../tests/fixtures/delivery.json"))).unwrap();
+        assert_eq!(
+            lead.to_json().to_text(),
+            r#"{"email":"ada@example.com","externalId":"sub_8fK2qLw9Xc","extra":{"company":"Analytical Engines"},"message":"Hello","name":"Ada Lovelace"}"#
         );
     }
 

@@ -13,6 +13,7 @@
 //! Downstream, [`lead`] maps receipts to leads; [`log`] is the one log record per request.
 
 #![no_std]
+#![warn(missing_docs)]
 #![warn(clippy::alloc_instead_of_core, clippy::std_instead_of_alloc, clippy::std_instead_of_core)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -37,6 +38,7 @@ pub mod receipt;
 pub mod receive;
 pub mod secret;
 pub mod store;
+pub mod stream;
 pub mod time;
 
 #[cfg(all(test, target_arch = "wasm32"))]

@@ -1,6 +1,67 @@
-//! The stream worker. Skeleton: the Lambda handler and the local poller arrive with their own issue.
+//! `stream-worker`: the Lambda function (no arguments), or `stream-worker poll` for local runs.
 
-fn main() {
-    eprintln!("stream-worker: not built yet; see the project's issues");
-    std::process::exit(2);
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::bail;
+use aws_lambda_events::event::dynamodb::Event;
+use lambda_runtime::{service_fn, LambdaEvent};
+use stream_worker::config::Config;
+use stream_worker::handler::Handler;
+use stream_worker::poll::Poller;
+use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::Sink;
+
+const USAGE: &str = "usage: stream-worker [poll]   (no argument: run as the Lambda function)";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let poll = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] => false,
+        ["poll"] => true,
+        _ => bail!("{USAGE}"),
+    };
+    // Fail fast, before taking any work, with an error that names the variable.
+    let config = Config::load(|name| std::env::var(name).ok())?;
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+    let sink = Sink::connect(&config.sink).await?;
+    let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
+
+    if poll {
+        let poller = Poller {
+            dynamodb,
+            streams: aws_sdk_dynamodbstreams::Client::new(&aws),
+            table: config.table.clone(),
+            checkpoint: std::env::var("POLL_CHECKPOINT")
+                .unwrap_or_else(|_| ".dev/stream-checkpoint.json".into())
+                .into(),
+            retry_pause: Duration::from_secs(1),
+        };
+        eprintln!("stream-worker: polling the stream of {}", config.table);
+        return poller.run(&handler, Duration::from_millis(250), shutdown()).await;
+    }
+
+    let handler = &handler;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
+        let deadline = instant_of(event.context.deadline);
+        Ok::<_, lambda_runtime::Error>(handler.handle(event.payload, Some(deadline)).await)
+    }))
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Lambda gives the deadline in epoch milliseconds; the handler measures with `Instant`.
+fn instant_of(deadline_ms: u64) -> Instant {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
 }

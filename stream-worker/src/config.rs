@@ -1,0 +1,214 @@
+//! The stream worker's configuration, from the environment, validated at start.
+//!
+//! AWS settings (`AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, credentials) are the AWS SDK's own
+//! and are read by `aws-config`; this module reads the rest. Errors name the variable and what
+//! it expected, never the value.
+
+use std::fmt;
+
+/// What the worker needs beyond the AWS SDK's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `RECEIPTS_TABLE`.
+    pub table: String,
+    /// `LEAD_SINK` and the sink's own variables.
+    pub sink: SinkConfig,
+}
+
+/// Where leads go.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SinkConfig {
+    /// `sqlite://<path>`.
+    Sqlite { path: String },
+    /// `postgres://...` (or `postgresql://...`), passed to the driver as is.
+    Postgres { url: String },
+    /// `hubspot`: `HUBSPOT_TOKEN`, `HUBSPOT_BASE_URL`, `HUBSPOT_ID_PROPERTY`.
+    HubSpot { token: String, base_url: String, id_property: String },
+    /// `salesforce`: `SALESFORCE_INSTANCE_URL`, `SALESFORCE_ACCESS_TOKEN`,
+    /// `SALESFORCE_API_VERSION`, `SALESFORCE_EXTERNAL_ID_FIELD`.
+    Salesforce { instance_url: String, token: String, api_version: String, external_id_field: String },
+    /// Any `https://` (or, for local tests, `http://127.0.0.1`) URL: POST the lead as JSON.
+    Webhook { url: String },
+}
+
+impl fmt::Debug for SinkConfig {
+    /// Tokens and database URLs (which may hold passwords) are not printed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self {
+            SinkConfig::Sqlite { path } => return write!(f, "Sqlite({path})"),
+            SinkConfig::Postgres { .. } => "Postgres",
+            SinkConfig::HubSpot { .. } => "HubSpot",
+            SinkConfig::Salesforce { .. } => "Salesforce",
+            SinkConfig::Webhook { .. } => "Webhook",
+        };
+        write!(f, "{kind}([redacted])")
+    }
+}
+
+/// A variable that is missing or malformed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable's name.
+    pub variable: &'static str,
+    /// What it should hold.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} must be {}", self.variable, self.expected)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Default HubSpot API base URL.
+pub const HUBSPOT_BASE_URL: &str = "https://api.hubapi.com";
+/// Default HubSpot contact property that holds the submission ID (a unique property).
+pub const HUBSPOT_ID_PROPERTY: &str = "static_forms_submission_id";
+/// Default Salesforce REST API version.
+pub const SALESFORCE_API_VERSION: &str = "60.0";
+/// Default Salesforce Lead external ID field.
+pub const SALESFORCE_EXTERNAL_ID_FIELD: &str = "Static_Forms_Submission_Id__c";
+
+impl Config {
+    /// Reads the configuration through `lookup` (name to value; empty counts as unset).
+    pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let require =
+            |variable: &'static str, expected: &'static str| get(variable).ok_or(ConfigError { variable, expected });
+        let table = require("RECEIPTS_TABLE", "the receipts table's name")?;
+        let sink_text =
+            require("LEAD_SINK", "sqlite://<path>, postgres://..., hubspot, salesforce, or an https:// URL")?;
+        let url = |variable: &'static str, default: Option<&str>| match get(variable).or(default.map(str::to_owned)) {
+            Some(u) if is_http_url(&u) => Ok(u.trim_end_matches('/').to_owned()),
+            _ => Err(ConfigError { variable, expected: "an https:// URL" }),
+        };
+        let sink = if let Some(path) = sink_text.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(ConfigError { variable: "LEAD_SINK", expected: "sqlite://<path to a database file>" });
+            }
+            SinkConfig::Sqlite { path: path.to_owned() }
+        } else if sink_text.starts_with("postgres://") || sink_text.starts_with("postgresql://") {
+            SinkConfig::Postgres { url: sink_text }
+        } else if sink_text == "hubspot" {
+            SinkConfig::HubSpot {
+                token: require("HUBSPOT_TOKEN", "a HubSpot private app token")?,
+                base_url: url("HUBSPOT_BASE_URL", Some(HUBSPOT_BASE_URL))?,
+                id_property: get("HUBSPOT_ID_PROPERTY").unwrap_or_else(|| HUBSPOT_ID_PROPERTY.to_owned()),
+            }
+        } else if sink_text == "salesforce" {
+            let version = get("SALESFORCE_API_VERSION").unwrap_or_else(|| SALESFORCE_API_VERSION.to_owned());
+            if !version.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+                return Err(ConfigError { variable: "SALESFORCE_API_VERSION", expected: "a version such as 60.0" });
+            }
+            SinkConfig::Salesforce {
+                instance_url: url("SALESFORCE_INSTANCE_URL", None)?,
+                token: require("SALESFORCE_ACCESS_TOKEN", "a Salesforce access token")?,
+                api_version: version,
+                external_id_field: get("SALESFORCE_EXTERNAL_ID_FIELD")
+                    .unwrap_or_else(|| SALESFORCE_EXTERNAL_ID_FIELD.to_owned()),
+            }
+        } else if is_http_url(&sink_text) {
+            SinkConfig::Webhook { url: sink_text }
+        } else {
+            return Err(ConfigError {
+                variable: "LEAD_SINK",
+                expected: "sqlite://<path>, postgres://..., hubspot, salesforce, or an https:// URL",
+            });
+        };
+        Ok(Config { table, sink })
+    }
+}
+
+/// `https://...`, or `http://` to a loopback address (local stand-ins and tests only).
+fn is_http_url(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://").filter(|r| r.starts_with("127.0.0.1") || r.starts_with("localhost")));
+    rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        Config::load(|name| map.get(name).cloned())
+    }
+
+    fn sink(vars: &[(&str, &str)]) -> Result<SinkConfig, (&'static str, &'static str)> {
+        let mut all = vec![("RECEIPTS_TABLE", "receipts")];
+        all.extend_from_slice(vars);
+        load(&all).map(|c| c.sink).map_err(|e| (e.variable, e.expected))
+    }
+
+    #[test]
+    fn every_sink() {
+        assert_eq!(
+            sink(&[("LEAD_SINK", "sqlite://.dev/leads.db")]),
+            Ok(SinkConfig::Sqlite { path: ".dev/leads.db".into() })
+        );
+        assert_eq!(
+            sink(&[("LEAD_SINK", "postgres://u:p@127.0.0.1:5432/db")]),
+            Ok(SinkConfig::Postgres { url: "postgres://u:p@127.0.0.1:5432/db".into() })
+        );
+        assert_eq!(
+            sink(&[("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "pat")]),
+            Ok(SinkConfig::HubSpot {
+                token: "pat".into(),
+                base_url: "https://api.hubapi.com".into(),
+                id_property: "static_forms_submission_id".into()
+            })
+        );
+        assert_eq!(
+            sink(&[
+                ("LEAD_SINK", "salesforce"),
+                ("SALESFORCE_INSTANCE_URL", "https://acme.my.salesforce.com/"),
+                ("SALESFORCE_ACCESS_TOKEN", "tok")
+            ]),
+            Ok(SinkConfig::Salesforce {
+                instance_url: "https://acme.my.salesforce.com".into(),
+                token: "tok".into(),
+                api_version: "60.0".into(),
+                external_id_field: "Static_Forms_Submission_Id__c".into()
+            })
+        );
+        assert_eq!(
+            sink(&[("LEAD_SINK", "https://crm.example.com/leads")]),
+            Ok(SinkConfig::Webhook { url: "https://crm.example.com/leads".into() })
+        );
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        assert_eq!(load(&[("LEAD_SINK", "sqlite://x")]).map_err(|e| e.variable), Err("RECEIPTS_TABLE"));
+        assert_eq!(sink(&[]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(sink(&[("LEAD_SINK", "mysql://x")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(sink(&[("LEAD_SINK", "sqlite://")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(sink(&[("LEAD_SINK", "http://crm.example.com")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(sink(&[("LEAD_SINK", "hubspot")]).map_err(|e| e.0), Err("HUBSPOT_TOKEN"));
+        assert_eq!(
+            sink(&[("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "t"), ("HUBSPOT_BASE_URL", "ftp://x")]).map_err(|e| e.0),
+            Err("HUBSPOT_BASE_URL")
+        );
+        assert_eq!(sink(&[("LEAD_SINK", "salesforce")]).map_err(|e| e.0), Err("SALESFORCE_INSTANCE_URL"));
+        assert_eq!(
+            sink(&[
+                ("LEAD_SINK", "salesforce"),
+                ("SALESFORCE_INSTANCE_URL", "https://x"),
+                ("SALESFORCE_API_VERSION", "v60")
+            ])
+            .map_err(|e| e.0),
+            Err("SALESFORCE_API_VERSION")
+        );
+    }
+
+    #[test]
+    fn secrets_are_not_printed() {
+        let config = load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "postgres://u:hunter2@h/db")]).unwrap();
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+}

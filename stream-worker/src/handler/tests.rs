@@ -1,0 +1,183 @@
+//! The handler from stream-event fixtures, with in-memory sink and receipts.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use super::*;
+
+/// A sink that records upserts and fails on the ids it is told to.
+#[derive(Default)]
+struct MemorySink {
+    upserts: Mutex<Vec<String>>,
+    fail: Mutex<BTreeMap<String, SinkError>>,
+}
+
+impl LeadSink for MemorySink {
+    async fn upsert(&self, lead: &shared::lead::Lead, _key: &str) -> Result<(), SinkError> {
+        if let Some(error) = self.fail.lock().unwrap().get(&lead.external_id) {
+            return Err(*error);
+        }
+        self.upserts.lock().unwrap().push(lead.external_id.clone());
+        Ok(())
+    }
+}
+
+/// A stored receipt: `(receivedAt, status, failure reason)`.
+type Stored = (String, &'static str, Option<String>);
+
+/// Receipts by key.
+#[derive(Default)]
+struct MemoryReceipts(Mutex<BTreeMap<String, Stored>>);
+
+impl MemoryReceipts {
+    fn with(keys: &[(&str, &str)]) -> MemoryReceipts {
+        let map = keys.iter().map(|(k, at)| ((*k).to_owned(), ((*at).to_owned(), "RECEIVED", None))).collect();
+        MemoryReceipts(Mutex::new(map))
+    }
+
+    fn status(&self, id: &str) -> Option<(&'static str, Option<String>)> {
+        let key = format!("staticforms:form.submitted:{id}");
+        self.0.lock().unwrap().get(&key).map(|(_, status, reason)| (*status, reason.clone()))
+    }
+}
+
+impl ReceiptStore for MemoryReceipts {
+    async fn mark(
+        &self,
+        key: &str,
+        received_at: &str,
+        mark: Mark<'_>,
+        _now: &str,
+    ) -> Result<Marked, crate::receipts::ReceiptStoreError> {
+        let mut map = self.0.lock().unwrap();
+        match map.get_mut(key) {
+            Some((at, status, reason)) if at == received_at => {
+                (*status, *reason) = match mark {
+                    Mark::Completed => ("COMPLETED", None),
+                    Mark::Failed(why) => ("FAILED", Some(why.to_owned())),
+                };
+                Ok(Marked::Done)
+            }
+            _ => Ok(Marked::Gone),
+        }
+    }
+}
+
+const AT: &str = "2026-11-30T06:21:53.123Z";
+
+fn event(fixture: &str) -> Event {
+    let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn failures(response: &DynamoDbEventResponse) -> Vec<String> {
+    response.batch_item_failures.iter().map(|f| f.item_identifier.clone().unwrap_or_default()).collect()
+}
+
+fn key(id: &str) -> String {
+    format!("staticforms:form.submitted:{id}")
+}
+
+#[tokio::test]
+async fn an_insert_becomes_a_lead_and_a_completed_receipt() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let response = handler.handle(event("insert.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    // The same record again (stream redelivery): upserted again, still one receipt.
+    handler.handle(event("insert.json"), None).await;
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_1"]);
+}
+
+#[tokio::test]
+async fn a_modify_that_replaced_an_expired_receipt_is_applied() {
+    let handler = Handler {
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), "2027-01-05T10:00:00.000Z")]),
+    };
+    assert!(failures(&handler.handle(event("modify_replaced.json"), None).await).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+}
+
+#[tokio::test]
+async fn completions_and_ttl_removals_are_skipped() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    for fixture in ["modify_completed.json", "remove_ttl.json"] {
+        assert!(failures(&handler.handle(event(fixture), None).await).is_empty(), "{fixture}");
+    }
+    assert!(handler.sink.upserts.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_deleted_receipt_is_not_recreated() {
+    // The lead is written, the receipt is gone: nothing to mark, nothing to retry.
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    assert!(handler.receipts.0.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_batch_stops_at_the_first_retryable_failure() {
+    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
+    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    handler
+        .sink
+        .fail
+        .lock()
+        .unwrap()
+        .insert("sub_3".into(), SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+    let response = handler.handle(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2"]);
+    assert_eq!(handler.receipts.status("sub_4"), Some(("RECEIVED", None)));
+}
+
+#[tokio::test]
+async fn a_short_retry_after_is_waited_out_in_place() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let busy = SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_millis(0)) };
+    handler.sink.fail.lock().unwrap().insert("sub_1".into(), busy);
+    // Always busy: MAX_ATTEMPTS tries, then the record is reported.
+    let response = handler.handle(event("insert.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000101"]);
+    // A wait that does not fit before the deadline is not attempted.
+    assert_eq!(wait_allowed(Some(Duration::from_secs(60)), Some(Instant::now() + Duration::from_secs(10))), None);
+    assert_eq!(
+        wait_allowed(Some(Duration::from_secs(1)), Some(Instant::now() + Duration::from_secs(10))),
+        Some(Duration::from_secs(1))
+    );
+    assert_eq!(wait_allowed(None, None), None);
+    assert_eq!(wait_allowed(Some(MAX_LOCAL_WAIT + Duration::from_secs(1)), None), None);
+}
+
+#[tokio::test]
+async fn poison_is_marked_failed_and_the_batch_goes_on() {
+    let handler = Handler {
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_p"), AT), (&key("sub_g"), AT)]),
+    };
+    let response = handler.handle(event("poison_then_good.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.receipts.status("sub_p"), Some(("FAILED", Some("submission_id_mismatch".into()))));
+    assert_eq!(handler.receipts.status("sub_g"), Some(("COMPLETED", None)));
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_g"]);
+}
+
+#[tokio::test]
+async fn a_lead_the_sink_refuses_is_marked_failed() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    handler.sink.fail.lock().unwrap().insert("sub_1".into(), SinkError::Permanent { reason: "sink_rejected" });
+    assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
+    assert_eq!(handler.receipts.status("sub_1"), Some(("FAILED", Some("sink_rejected".into()))));
+}
+
+#[tokio::test]
+async fn a_stream_without_new_images_is_retried_not_skipped() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let response = handler.handle(event("keys_only.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000401"]);
+}

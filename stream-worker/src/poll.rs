@@ -1,0 +1,316 @@
+//! Local mode: read the table's stream like Lambda does and feed the same handler.
+//!
+//! Every shard is read in order, parents before children; up to 100 records make one batch.
+//! When the handler reports a failure, the shard is read again from that record, exactly as
+//! Lambda retries from the reported sequence number. The last processed sequence number of
+//! each shard is kept in a checkpoint file, so a restart does not replay everything.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context as _};
+use aws_lambda_events::event::dynamodb::Event;
+use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
+use serde_json::{json, Value};
+
+use crate::handler::Handler;
+use crate::receipts::ReceiptStore;
+use crate::sink::LeadSink;
+
+/// Records per batch, Lambda's default for DynamoDB streams.
+pub const BATCH_SIZE: i32 = 100;
+
+/// Reads one table's stream.
+pub struct Poller {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub streams: aws_sdk_dynamodbstreams::Client,
+    pub table: String,
+    /// Where the checkpoint is kept.
+    pub checkpoint: PathBuf,
+    /// Pause after a failed batch before reading it again.
+    pub retry_pause: Duration,
+}
+
+/// Per shard: the last sequence number handled, and whether the shard is closed and done.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct ShardState {
+    after: Option<String>,
+    done: bool,
+}
+
+/// The checkpoint file's content.
+#[derive(Debug, Default)]
+struct Checkpoint {
+    stream_arn: String,
+    shards: BTreeMap<String, ShardState>,
+}
+
+/// What one pass over the stream did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Records handed to the handler and not reported as failed.
+    pub processed: usize,
+    /// Batches the handler reported a failure for.
+    pub failed_batches: usize,
+}
+
+impl Poller {
+    /// Polls until `stop` resolves, pausing `idle` between passes that found nothing.
+    pub async fn run<S, R>(
+        &self,
+        handler: &Handler<S, R>,
+        idle: Duration,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<()>
+    where
+        S: LeadSink + Sync,
+        R: ReceiptStore + Sync,
+    {
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let pass = self.pass(handler).await?;
+            let pause = if pass.failed_batches > 0 {
+                self.retry_pause
+            } else if pass.processed == 0 {
+                idle
+            } else {
+                Duration::ZERO
+            };
+            tokio::select! {
+                () = &mut stop => return Ok(()),
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// Reads every shard once, up to its current end, and hands each batch to the handler.
+    pub async fn pass<S, R>(&self, handler: &Handler<S, R>) -> anyhow::Result<Pass>
+    where
+        S: LeadSink + Sync,
+        R: ReceiptStore + Sync,
+    {
+        let stream_arn = self.stream_arn().await?;
+        let mut checkpoint = self.load_checkpoint(&stream_arn);
+        let shards = self.shards(&stream_arn).await?;
+        let mut pass = Pass::default();
+        for (shard_id, _parent) in in_lineage_order(&shards) {
+            let state = checkpoint.shards.get(&shard_id).cloned().unwrap_or_default();
+            if state.done {
+                continue;
+            }
+            let (state, shard_pass) = self.read_shard(handler, &stream_arn, &shard_id, state).await?;
+            pass.processed += shard_pass.processed;
+            pass.failed_batches += shard_pass.failed_batches;
+            checkpoint.shards.insert(shard_id, state);
+            self.save_checkpoint(&checkpoint)?;
+        }
+        Ok(pass)
+    }
+
+    async fn read_shard<S, R>(
+        &self,
+        handler: &Handler<S, R>,
+        stream_arn: &str,
+        shard_id: &str,
+        mut state: ShardState,
+    ) -> anyhow::Result<(ShardState, Pass)>
+    where
+        S: LeadSink + Sync,
+        R: ReceiptStore + Sync,
+    {
+        let mut request = self.streams.get_shard_iterator().stream_arn(stream_arn).shard_id(shard_id);
+        request = match &state.after {
+            Some(seq) => request.shard_iterator_type(ShardIteratorType::AfterSequenceNumber).sequence_number(seq),
+            None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        let mut iterator = request.send().await.context("GetShardIterator")?.shard_iterator;
+        let mut pass = Pass::default();
+        while let Some(current) = iterator {
+            let page = self
+                .streams
+                .get_records()
+                .shard_iterator(current)
+                .limit(BATCH_SIZE)
+                .send()
+                .await
+                .context("GetRecords")?;
+            let records = page.records.unwrap_or_default();
+            if records.is_empty() {
+                if page.next_shard_iterator.is_none() {
+                    state.done = true;
+                }
+                break;
+            }
+            let event = to_event(stream_arn, &records)?;
+            let sequence_numbers: Vec<String> =
+                records.iter().filter_map(|r| r.dynamodb.as_ref()?.sequence_number.clone()).collect();
+            let response = handler.handle(event, None).await;
+            match response.batch_item_failures.first().and_then(|f| f.item_identifier.clone()) {
+                None => {
+                    pass.processed += records.len();
+                    state.after = sequence_numbers.last().cloned().or(state.after);
+                    iterator = page.next_shard_iterator;
+                }
+                Some(failed) => {
+                    // Everything before the failed record is done; the next pass starts at it.
+                    let done = sequence_numbers.iter().position(|s| *s == failed).unwrap_or(0);
+                    pass.processed += done;
+                    if done > 0 {
+                        state.after = Some(sequence_numbers[done - 1].clone());
+                    }
+                    pass.failed_batches += 1;
+                    break;
+                }
+            }
+        }
+        Ok((state, pass))
+    }
+
+    async fn stream_arn(&self) -> anyhow::Result<String> {
+        let table = self.dynamodb.describe_table().table_name(&self.table).send().await.context("DescribeTable")?;
+        table
+            .table
+            .and_then(|t| t.latest_stream_arn)
+            .ok_or_else(|| anyhow!("table {} has no stream: enable one with new images", self.table))
+    }
+
+    /// Every shard of the stream with its parent, following `LastEvaluatedShardId`.
+    async fn shards(&self, stream_arn: &str) -> anyhow::Result<Vec<(String, Option<String>)>> {
+        let mut shards = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .streams
+                .describe_stream()
+                .stream_arn(stream_arn)
+                .set_exclusive_start_shard_id(start)
+                .send()
+                .await
+                .context("DescribeStream")?;
+            let Some(description) = page.stream_description else { break };
+            for shard in description.shards.unwrap_or_default() {
+                if let Some(id) = shard.shard_id {
+                    shards.push((id, shard.parent_shard_id));
+                }
+            }
+            start = description.last_evaluated_shard_id;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(shards)
+    }
+
+    fn load_checkpoint(&self, stream_arn: &str) -> Checkpoint {
+        let Some(value) = std::fs::read(&self.checkpoint).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        else {
+            return Checkpoint { stream_arn: stream_arn.to_owned(), shards: BTreeMap::new() };
+        };
+        // A checkpoint of another stream (the table was recreated) says nothing about this one.
+        if value["streamArn"] != stream_arn {
+            return Checkpoint { stream_arn: stream_arn.to_owned(), shards: BTreeMap::new() };
+        }
+        let shards = value["shards"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(id, s)| {
+                        let state =
+                            ShardState { after: s["after"].as_str().map(str::to_owned), done: s["done"] == true };
+                        (id.clone(), state)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Checkpoint { stream_arn: stream_arn.to_owned(), shards }
+    }
+
+    fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+        let shards: serde_json::Map<String, Value> =
+            checkpoint.shards.iter().map(|(id, s)| (id.clone(), json!({"after": s.after, "done": s.done}))).collect();
+        let text = json!({"streamArn": checkpoint.stream_arn, "shards": shards}).to_string();
+        if let Some(parent) = self.checkpoint.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        // Write then rename, so a crash never leaves half a checkpoint.
+        let temporary = self.checkpoint.with_extension("tmp");
+        std::fs::write(&temporary, text)?;
+        std::fs::rename(&temporary, &self.checkpoint)?;
+        Ok(())
+    }
+}
+
+/// Shards ordered so that each comes after its parent (when the parent is still listed).
+fn in_lineage_order(shards: &[(String, Option<String>)]) -> Vec<(String, Option<String>)> {
+    let mut ordered: Vec<(String, Option<String>)> = Vec::with_capacity(shards.len());
+    let mut pending: Vec<&(String, Option<String>)> = shards.iter().collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|(id, parent)| {
+            let parent_ready = parent.as_ref().is_none_or(|p| {
+                ordered.iter().any(|(done, _)| done == p) || !shards.iter().any(|(listed, _)| listed == p)
+            });
+            if parent_ready {
+                ordered.push((id.clone(), parent.clone()));
+            }
+            !parent_ready
+        });
+        if pending.len() == before {
+            // A cycle cannot happen in a real stream; take the rest as listed.
+            ordered.extend(pending.drain(..).cloned());
+        }
+    }
+    ordered
+}
+
+/// The Lambda event for a page of stream records: the same JSON Lambda would deliver.
+fn to_event(stream_arn: &str, records: &[Record]) -> anyhow::Result<Event> {
+    let items: Vec<Value> = records
+        .iter()
+        .map(|record| {
+            let change = record.dynamodb.as_ref();
+            let image = |item: Option<&std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>| {
+                item.map(|i| serde_json::to_value(serde_dynamo::Item::from(i.clone())).unwrap_or(Value::Null))
+            };
+            let mut dynamodb = json!({
+                "ApproximateCreationDateTime": change.and_then(|c| c.approximate_creation_date_time).map_or(0, |t| t.secs()),
+                "SequenceNumber": change.and_then(|c| c.sequence_number.clone()),
+                "SizeBytes": change.and_then(|c| c.size_bytes).unwrap_or(0),
+                "StreamViewType": change.and_then(|c| c.stream_view_type.as_ref()).map(|v| v.as_str().to_owned()),
+            });
+            for (name, item) in [
+                ("Keys", image(change.and_then(|c| c.keys.as_ref()))),
+                ("NewImage", image(change.and_then(|c| c.new_image.as_ref()))),
+                ("OldImage", image(change.and_then(|c| c.old_image.as_ref()))),
+            ] {
+                if let Some(item) = item {
+                    dynamodb[name] = item;
+                }
+            }
+            json!({
+                "eventID": record.event_id,
+                "eventName": record.event_name.as_ref().map(|n| n.as_str().to_owned()),
+                "eventVersion": record.event_version,
+                "eventSource": record.event_source,
+                "awsRegion": record.aws_region,
+                "eventSourceARN": stream_arn,
+                "dynamodb": dynamodb,
+            })
+        })
+        .collect();
+    Ok(serde_json::from_value(json!({ "Records": items }))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_come_before_children() {
+        let shard = |id: &str, parent: Option<&str>| (id.to_owned(), parent.map(str::to_owned));
+        let listed = vec![shard("c2", Some("b")), shard("b", Some("a")), shard("a", None), shard("x", Some("trimmed"))];
+        let order: Vec<String> = in_lineage_order(&listed).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(order, ["a", "x", "b", "c2"]);
+    }
+}

@@ -1,0 +1,88 @@
+//! Marking receipts `COMPLETED` or `FAILED`, only if they are still the receipt the record saw.
+
+use std::future::Future;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use shared::receipt::ReceiptStatus;
+
+/// The final state a receipt is moved to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark<'a> {
+    /// The lead is written.
+    Completed,
+    /// The lead can never be written, for this stable reason.
+    Failed(&'a str),
+}
+
+/// What the conditional update found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marked {
+    /// The receipt was updated.
+    Done,
+    /// The receipt is gone (TTL) or was replaced by a newer one: nothing was written, and
+    /// nothing must be, or an expired receipt would come back to life.
+    Gone,
+}
+
+/// The store refused or did not answer. Always retried: a receipt that cannot be marked stays
+/// `RECEIVED`, and the record is processed again (the sink's upsert makes that harmless).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiptStoreError(pub &'static str);
+
+/// Where receipts live.
+pub trait ReceiptStore {
+    /// Moves the receipt `key` whose `receivedAt` is `received_at` to `mark`, at `now` (ISO-8601).
+    fn mark(
+        &self,
+        key: &str,
+        received_at: &str,
+        mark: Mark<'_>,
+        now: &str,
+    ) -> impl Future<Output = Result<Marked, ReceiptStoreError>> + Send;
+}
+
+/// Receipts in a DynamoDB table.
+pub struct DynamoReceipts {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl DynamoReceipts {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: &str) -> DynamoReceipts {
+        DynamoReceipts { client, table: table.to_owned() }
+    }
+}
+
+impl ReceiptStore for DynamoReceipts {
+    async fn mark(&self, key: &str, received_at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let (status, mut expression) = match mark {
+            Mark::Completed => (ReceiptStatus::Completed, String::from("SET #status = :status, completedAt = :now")),
+            Mark::Failed(_) => (ReceiptStatus::Failed, String::from("SET #status = :status, completedAt = :now")),
+        };
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key))
+            // The receipt must still exist and be the same one: an unconditional update would
+            // re-create a receipt that TTL deleted.
+            .condition_expression("attribute_exists(pk) AND receivedAt = :receivedAt")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":status", s(status.as_str()))
+            .expression_attribute_values(":now", s(now))
+            .expression_attribute_values(":receivedAt", s(received_at));
+        if let Mark::Failed(reason) = mark {
+            expression.push_str(", failureReason = :reason");
+            update = update.expression_attribute_values(":reason", s(reason));
+        }
+        match update.update_expression(expression).send().await {
+            Ok(_) => Ok(Marked::Done),
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(Marked::Gone)
+            }
+            Err(error) if error.as_service_error().is_some() => Err(ReceiptStoreError("receipt_store_refused")),
+            Err(_) => Err(ReceiptStoreError("receipt_store_unreachable")),
+        }
+    }
+}

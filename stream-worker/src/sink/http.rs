@@ -1,0 +1,71 @@
+//! What the HTTP sinks share: one client, and one reading of statuses and `Retry-After`.
+
+use std::time::Duration;
+
+use super::SinkError;
+
+/// How long one HTTP call to a sink may take.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client, built once.
+pub fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().timeout(TIMEOUT).build()?)
+}
+
+/// Classifies a non-success status. 429, 5xx, 408, 409 and 425 pass with time; so do 401 and
+/// 403, which mean the sink's credentials need a fix, not that the lead is wrong (marking
+/// every lead `FAILED` while a token is expired would be the wrong outcome). Other 4xx are
+/// permanent for this lead.
+pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
+    match status {
+        429 | 500..=599 | 408 | 409 | 425 => {
+            SinkError::Retryable { reason: "sink_unavailable", retry_after: parse_retry_after(retry_after) }
+        }
+        401 | 403 => SinkError::Retryable { reason: "sink_unauthorized", retry_after: None },
+        _ => SinkError::Permanent { reason: "sink_rejected" },
+    }
+}
+
+/// A transport failure (connect, timeout, reset): always retryable.
+pub fn transport_error(error: &reqwest::Error) -> SinkError {
+    let reason = if error.is_timeout() { "sink_timeout" } else { "sink_unreachable" };
+    SinkError::Retryable { reason, retry_after: None }
+}
+
+/// Sends `request`; a 2xx is success, anything else is classified.
+pub async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, SinkError> {
+    let response = request.send().await.map_err(|e| transport_error(&e))?;
+    let status = response.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(response);
+    }
+    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    Err(classify_status(status, retry_after.as_deref()))
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not honoured: it needs a clock agreement).
+pub fn parse_retry_after(value: Option<&str>) -> Option<Duration> {
+    value?.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        let retry = |s, h| matches!(classify_status(s, h), SinkError::Retryable { .. });
+        for status in [429, 500, 502, 503, 504, 408, 409, 425, 401, 403] {
+            assert!(retry(status, None), "{status}");
+        }
+        for status in [400, 404, 405, 410, 413, 422, 300] {
+            assert_eq!(classify_status(status, None), SinkError::Permanent { reason: "sink_rejected" }, "{status}");
+        }
+        assert_eq!(
+            classify_status(429, Some("7")),
+            SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_secs(7)) }
+        );
+        assert_eq!(parse_retry_after(Some("Wed, 21 Oct 2026 07:28:00 GMT")), None);
+        assert_eq!(parse_retry_after(Some(" 3 ")), Some(Duration::from_secs(3)));
+    }
+}

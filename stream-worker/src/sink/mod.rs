@@ -1,0 +1,69 @@
+//! Where leads go: one trait, one error type, and the sink chosen by `LEAD_SINK`.
+
+use std::time::Duration;
+
+use shared::lead::Lead;
+
+pub mod http;
+pub mod hubspot;
+pub mod salesforce;
+pub mod sql;
+pub mod webhook;
+
+use crate::config::SinkConfig;
+
+/// Why a sink did not take a lead. Whether to retry is decided by the variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SinkError {
+    /// It may work later (429, 5xx, timeouts, lost connections): stop the batch here and retry.
+    /// `retry_after` is the sink's own hint, when it gave one.
+    Retryable { reason: &'static str, retry_after: Option<Duration> },
+    /// It will never work for this lead (the sink refused its content): mark the receipt
+    /// `FAILED` with `reason` and go on.
+    Permanent { reason: &'static str },
+}
+
+/// A place leads are upserted into, keyed by the submission ID.
+pub trait LeadSink {
+    /// Creates or updates the lead whose key is `lead.external_id`; `receipt_key` is the
+    /// receipt's `pk`, for sinks that take an idempotency key.
+    fn upsert(&self, lead: &Lead, receipt_key: &str)
+        -> impl std::future::Future<Output = Result<(), SinkError>> + Send;
+}
+
+/// The configured sink.
+pub enum Sink {
+    Sql(sql::SqlSink),
+    HubSpot(hubspot::HubSpot),
+    Salesforce(salesforce::Salesforce),
+    Webhook(webhook::Webhook),
+}
+
+impl Sink {
+    /// Connects to the configured sink (for SQL: opens it and creates the schema).
+    pub async fn connect(config: &SinkConfig) -> anyhow::Result<Sink> {
+        let client = http::client()?;
+        Ok(match config {
+            SinkConfig::Sqlite { path } => Sink::Sql(sql::SqlSink::sqlite(path)?),
+            SinkConfig::Postgres { url } => Sink::Sql(sql::SqlSink::postgres(url).await?),
+            SinkConfig::HubSpot { token, base_url, id_property } => {
+                Sink::HubSpot(hubspot::HubSpot::new(client, base_url, token, id_property))
+            }
+            SinkConfig::Salesforce { instance_url, token, api_version, external_id_field } => Sink::Salesforce(
+                salesforce::Salesforce::new(client, instance_url, token, api_version, external_id_field),
+            ),
+            SinkConfig::Webhook { url } => Sink::Webhook(webhook::Webhook::new(client, url)),
+        })
+    }
+}
+
+impl LeadSink for Sink {
+    async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
+        match self {
+            Sink::Sql(sink) => sink.upsert(lead, receipt_key).await,
+            Sink::HubSpot(sink) => sink.upsert(lead, receipt_key).await,
+            Sink::Salesforce(sink) => sink.upsert(lead, receipt_key).await,
+            Sink::Webhook(sink) => sink.upsert(lead, receipt_key).await,
+        }
+    }
+}
