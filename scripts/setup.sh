@@ -19,6 +19,7 @@ apt_packages() {
   local missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]} (about a minute)"
     export DEBIAN_FRONTEND=noninteractive

@@ -1,3 +1,6 @@
 //! The integration suite: one binary, one module per part of the path.
 
+#![allow(clippy::unwrap_used)]
+
 mod edge_receiver;
+mod stream_worker;

@@ -6,11 +6,15 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
+pub mod aws;
+pub mod crm;
 pub mod delivery;
 pub mod edge;
 pub mod faults;
 pub mod http;
 pub mod ministack;
+pub mod postgres;
+pub mod stub_http;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

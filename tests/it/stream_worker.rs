@@ -1,0 +1,350 @@
+//! The stream worker against ministack's real stream, real PostgreSQL and SQLite, and the CRM
+//! stand-ins. Receipts are written as the edge writes them; the poller feeds the Lambda handler.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::lead::Lead;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::poll::{Pass, Poller};
+use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
+use stream_worker::sink::{LeadSink, Sink, SinkError};
+use tests::aws::{put_item, receipt, sdk_config};
+use tests::crm::{HubSpotStandIn, SalesforceStandIn};
+use tests::delivery;
+use tests::ministack::{AccessKey, Ministack, TempDir};
+use tests::postgres::Postgres;
+
+const TABLE: &str = "receipts";
+
+/// A store with a receipts table, SDK clients signing with an IAM key, and a private folder.
+struct World {
+    store: Ministack,
+    config: aws_config::SdkConfig,
+    dir: TempDir,
+}
+
+async fn world() -> World {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key: AccessKey = store.iam_access_key("worker");
+    let config = sdk_config(&store, &key).await;
+    World { store, config, dir: TempDir::new("stream") }
+}
+
+impl World {
+    fn poller(&self) -> Poller {
+        Poller {
+            dynamodb: aws_sdk_dynamodb::Client::new(&self.config),
+            streams: aws_sdk_dynamodbstreams::Client::new(&self.config),
+            table: TABLE.into(),
+            checkpoint: self.dir.0.join("checkpoint.json"),
+            retry_pause: Duration::ZERO,
+        }
+    }
+
+    fn receipts(&self) -> DynamoReceipts {
+        DynamoReceipts::new(aws_sdk_dynamodb::Client::new(&self.config), TABLE)
+    }
+
+    /// Stores a receipt for `id` as the edge would; returns its key.
+    fn deliver(&self, id: &str) -> String {
+        let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now_millis());
+        put_item(&self.store, TABLE, &receipt.to_item());
+        receipt.key
+    }
+
+    fn status(&self, id: &str) -> Option<(String, Option<String>)> {
+        let item = self.store.get(TABLE, &delivery::key(id))?;
+        Some((item["status"]["S"].as_str()?.to_owned(), item["failureReason"]["S"].as_str().map(str::to_owned)))
+    }
+
+    fn sqlite_path(&self) -> String {
+        self.dir.0.join("leads.db").display().to_string()
+    }
+}
+
+fn now_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// Runs passes until one finds nothing to do (bounded).
+async fn drain<S: LeadSink + Sync, R: ReceiptStore + Sync>(poller: &Poller, handler: &Handler<S, R>) -> Vec<Pass> {
+    let mut passes = Vec::new();
+    for _ in 0..20 {
+        let pass = poller.pass(handler).await.unwrap();
+        passes.push(pass);
+        if pass == Pass::default() {
+            return passes;
+        }
+    }
+    panic!("the stream did not go quiet: {passes:?}");
+}
+
+/// Leads in SQLite: `(external_id, email, upsert_count)`.
+fn sqlite_leads(path: &str) -> Vec<(String, String, i64)> {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let mut statement =
+        connection.prepare("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id").unwrap();
+    statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// Leads in PostgreSQL: `(external_id, email, upsert_count)`.
+async fn postgres_leads(url: &str) -> Vec<(String, String, i64)> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let rows =
+        client.query("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id", &[]).await.unwrap();
+    rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+}
+
+fn lead(id: &str, count: i64) -> (String, String, i64) {
+    (id.to_owned(), delivery::VISITOR_EMAIL.to_owned(), count)
+}
+
+#[tokio::test]
+async fn a_record_delivered_twice_is_one_lead_upserted_twice_sqlite() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    w.deliver("sub_twice");
+    drain(&w.poller(), &handler).await;
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_twice", 1)]);
+    assert_eq!(w.status("sub_twice"), Some(("COMPLETED".into(), None)));
+    // Redelivery: forget the checkpoint, so the stream is read again from its start.
+    std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
+    drain(&w.poller(), &handler).await;
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_twice", 2)]);
+    assert_eq!(w.status("sub_twice"), Some(("COMPLETED".into(), None)));
+}
+
+#[tokio::test]
+async fn a_record_delivered_twice_is_one_lead_upserted_twice_postgres() {
+    let w = world().await;
+    let postgres = Postgres::start();
+    let sink = Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    w.deliver("sub_pg");
+    drain(&w.poller(), &handler).await;
+    std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
+    drain(&w.poller(), &handler).await;
+    assert_eq!(postgres_leads(&postgres.url()).await, [lead("sub_pg", 2)]);
+    assert_eq!(w.status("sub_pg"), Some(("COMPLETED".into(), None)));
+}
+
+/// Fails the first `n` receipt updates, as a worker that crashes after the upsert would.
+struct CrashBeforeMark<R> {
+    inner: R,
+    remaining: AtomicUsize,
+}
+
+impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
+    async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
+        if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(ReceiptStoreError("crash_injected"));
+        }
+        self.inner.mark(key, at, mark, now).await
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_the_upsert_and_the_receipt_update_leaves_one_lead() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: CrashBeforeMark { inner: w.receipts(), remaining: AtomicUsize::new(1) } };
+    w.deliver("sub_crash");
+    let poller = w.poller();
+    let first = poller.pass(&handler).await.unwrap();
+    assert_eq!(first.failed_batches, 1);
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_crash", 1)], "the upsert happened");
+    assert_eq!(w.status("sub_crash"), Some(("RECEIVED".into(), None)), "the update did not");
+    drain(&poller, &handler).await;
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_crash", 2)]);
+    assert_eq!(w.status("sub_crash"), Some(("COMPLETED".into(), None)));
+}
+
+/// A sink that refuses one submission (retryably) until told it recovered, and records the
+/// order of every upsert attempt.
+struct FlakySink<S> {
+    inner: S,
+    broken: Mutex<Option<String>>,
+    attempts: Mutex<Vec<String>>,
+}
+
+impl<S: LeadSink + Sync> LeadSink for FlakySink<S> {
+    async fn upsert(&self, lead: &Lead, key: &str) -> Result<(), SinkError> {
+        self.attempts.lock().unwrap().push(lead.external_id.clone());
+        if self.broken.lock().unwrap().as_deref() == Some(lead.external_id.as_str()) {
+            return Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+        }
+        self.inner.upsert(lead, key).await
+    }
+}
+
+#[tokio::test]
+async fn a_retryable_failure_stops_the_batch_at_that_record_and_resumes_there() {
+    let w = world().await;
+    let postgres = Postgres::start();
+    let inner = Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap();
+    let sink = FlakySink { inner, broken: Mutex::new(Some("sub_3".into())), attempts: Mutex::new(vec![]) };
+    let handler = Handler { sink, receipts: w.receipts() };
+    for i in 1..=5 {
+        w.deliver(&format!("sub_{i}"));
+    }
+    let poller = w.poller();
+    let first = poller.pass(&handler).await.unwrap();
+    assert_eq!((first.processed, first.failed_batches), (2, 1));
+    let done: Vec<String> = postgres_leads(&postgres.url()).await.into_iter().map(|l| l.0).collect();
+    assert_eq!(done, ["sub_1", "sub_2"]);
+    for (id, status) in [("sub_1", "COMPLETED"), ("sub_2", "COMPLETED"), ("sub_3", "RECEIVED"), ("sub_5", "RECEIVED")] {
+        assert_eq!(w.status(id).map(|s| s.0).as_deref(), Some(status), "{id}");
+    }
+    // Still broken: the next pass starts at record 3 again and goes no further.
+    assert_eq!(poller.pass(&handler).await.unwrap().failed_batches, 1);
+    *handler.sink.broken.lock().unwrap() = None;
+    drain(&poller, &handler).await;
+    let all: Vec<(String, String, i64)> = postgres_leads(&postgres.url()).await;
+    assert_eq!(all, (1..=5).map(|i| lead(&format!("sub_{i}"), 1)).collect::<Vec<_>>());
+    let attempts = handler.sink.attempts.lock().unwrap().clone();
+    assert_eq!(
+        attempts,
+        ["sub_1", "sub_2", "sub_3", "sub_3", "sub_3", "sub_4", "sub_5"],
+        "in stream order, never ahead"
+    );
+    for i in 1..=5 {
+        assert_eq!(w.status(&format!("sub_{i}")).map(|s| s.0).as_deref(), Some("COMPLETED"));
+    }
+}
+
+#[tokio::test]
+async fn a_poison_record_is_marked_failed_and_the_next_ones_are_processed() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    let mut poison = receipt(&delivery::body("sub_poison", "x", 1), now_millis());
+    poison.submission_id = "someone_else".into();
+    put_item(&w.store, TABLE, &poison.to_item());
+    w.deliver("sub_after");
+    drain(&w.poller(), &handler).await;
+    assert_eq!(w.status("sub_poison"), Some(("FAILED".into(), Some("submission_id_mismatch".into()))));
+    assert_eq!(w.status("sub_after"), Some(("COMPLETED".into(), None)));
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_after", 1)]);
+}
+
+#[tokio::test]
+async fn a_receipt_deleted_before_the_update_is_not_recreated() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    let key = w.deliver("sub_ttl");
+    w.store.ok("DynamoDB_20120810.DeleteItem", &serde_json::json!({"TableName": TABLE, "Key": {"pk": {"S": key}}}));
+    drain(&w.poller(), &handler).await;
+    assert_eq!(w.store.get(TABLE, &key), None, "no receipt came back");
+    assert!(w.store.scan(TABLE).is_empty());
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_ttl", 1)]);
+}
+
+#[tokio::test]
+async fn a_restarted_poller_resumes_from_its_checkpoint() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    w.deliver("sub_a");
+    drain(&w.poller(), &handler).await;
+    w.deliver("sub_b");
+    // A new poller (a restart) with the same checkpoint reads only what is new.
+    let passes = drain(&w.poller(), &handler).await;
+    let processed: usize = passes.iter().map(|p| p.processed).sum();
+    assert!(processed >= 1, "{passes:?}");
+    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_a", 1), lead("sub_b", 1)], "sub_a was not replayed");
+}
+
+fn sample_lead(id: &str) -> Lead {
+    let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), 0);
+    shared::lead::lead_from_receipt(&receipt).unwrap()
+}
+
+#[tokio::test]
+async fn hubspot_upserts_by_the_submission_property_and_honours_rate_limits() {
+    let standin = HubSpotStandIn::start("pat-test", "static_forms_submission_id");
+    let config = SinkConfig::HubSpot {
+        token: "pat-test".into(),
+        base_url: standin.server.url(),
+        id_property: "static_forms_submission_id".into(),
+    };
+    let sink = Sink::connect(&config).await.unwrap();
+    let lead = sample_lead("sub_hs");
+    sink.upsert(&lead, "k").await.unwrap();
+    sink.upsert(&lead, "k").await.unwrap();
+    {
+        let state = standin.state.lock().unwrap();
+        assert_eq!(state.contacts.len(), 1);
+        let contact: &Value = &state.contacts["sub_hs"];
+        assert_eq!(contact["email"], delivery::VISITOR_EMAIL);
+        assert_eq!(contact["static_forms_submission_id"], "sub_hs");
+        assert_eq!(contact["firstname"], "Ada");
+    }
+    standin.state.lock().unwrap().throttle_first = 3;
+    assert_eq!(
+        sink.upsert(&lead, "k").await,
+        Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_secs(1)) })
+    );
+    let expired = SinkConfig::HubSpot {
+        token: "expired".into(),
+        base_url: standin.server.url(),
+        id_property: "static_forms_submission_id".into(),
+    };
+    let wrong = Sink::connect(&expired).await.unwrap();
+    standin.state.lock().unwrap().throttle_first = 0;
+    assert_eq!(
+        wrong.upsert(&lead, "k").await,
+        Err(SinkError::Retryable { reason: "sink_unauthorized", retry_after: None })
+    );
+}
+
+#[tokio::test]
+async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
+    let standin = SalesforceStandIn::start("sf-token", "60.0", "Static_Forms_Submission_Id__c");
+    let config = SinkConfig::Salesforce {
+        instance_url: standin.server.url(),
+        token: "sf-token".into(),
+        api_version: "60.0".into(),
+        external_id_field: "Static_Forms_Submission_Id__c".into(),
+    };
+    let sink = Sink::connect(&config).await.unwrap();
+    let lead = sample_lead("sub_sf");
+    sink.upsert(&lead, "k").await.unwrap(); // 201
+    sink.upsert(&lead, "k").await.unwrap(); // 204
+    {
+        let state = standin.state.lock().unwrap();
+        assert_eq!(state.leads.len(), 1);
+        assert_eq!(state.leads["sub_sf"]["LastName"], "Integration-Lovelace");
+        assert_eq!(state.leads["sub_sf"]["Company"], "[not provided]");
+    }
+    standin.state.lock().unwrap().ambiguous.insert("sub_dup".into());
+    assert_eq!(
+        sink.upsert(&sample_lead("sub_dup"), "k").await,
+        Err(SinkError::Permanent { reason: "sink_multiple_matches" })
+    );
+}
+
+#[tokio::test]
+async fn the_webhook_sink_posts_the_lead_with_the_receipt_key() {
+    let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    let server = tests::stub_http::StubServer::start(move |request| {
+        log.lock().unwrap().push(request.clone());
+        tests::stub_http::StubResponse::json(if request.body.is_empty() { 400 } else { 200 }, serde_json::json!({}))
+    });
+    let sink = Sink::connect(&SinkConfig::Webhook { url: format!("{}/leads", server.url()) }).await.unwrap();
+    sink.upsert(&sample_lead("sub_wh"), "staticforms:form.submitted:sub_wh").await.unwrap();
+    let requests = seen.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/leads");
+    assert_eq!(requests[0].header("idempotency-key"), Some("staticforms:form.submitted:sub_wh"));
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["externalId"], "sub_wh");
+}

@@ -1,0 +1,80 @@
+//! A private PostgreSQL server per test: `initdb` in a folder of the test's own, listening on
+//! 127.0.0.1 and an ephemeral port, run as the `postgres` user (the server refuses root).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::ministack::TempDir;
+use crate::{free_port, wait_until};
+
+/// A running server, stopped by `pg_ctl stop` (its PID file) on drop.
+pub struct Postgres {
+    pub port: u16,
+    bin: PathBuf,
+    data: PathBuf,
+    _dir: TempDir,
+}
+
+/// The folder with `initdb` and `pg_ctl` (Debian puts them under /usr/lib/postgresql/<major>/bin).
+fn bin_dir() -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|dir| {
+            dir.filter_map(Result::ok).map(|e| e.path().join("bin")).filter(|p| p.join("initdb").exists()).collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().expect("PostgreSQL is not installed: run `make setup`")
+}
+
+fn as_postgres(program: &std::path::Path) -> Command {
+    let mut command = Command::new("runuser");
+    command.args(["-u", "postgres", "--"]).arg(program);
+    command
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        let bin = bin_dir();
+        let dir = TempDir::new("postgres");
+        let data = dir.0.join("data");
+        let sockets = dir.0.join("sockets");
+        std::fs::create_dir_all(&sockets).unwrap();
+        let status = Command::new("chown").arg("-R").arg("postgres:postgres").arg(&dir.0).status().unwrap();
+        assert!(status.success(), "chown of the data folder failed");
+        let output = as_postgres(&bin.join("initdb"))
+            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "initdb failed: {}", String::from_utf8_lossy(&output.stderr));
+        let port = free_port();
+        let options = format!("-h 127.0.0.1 -p {port} -k {} -c fsync=off", sockets.display());
+        let output = as_postgres(&bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-o", &options, "-l"])
+            .arg(dir.0.join("server.log"))
+            .args(["-w", "start"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "pg_ctl start failed: {}", String::from_utf8_lossy(&output.stdout));
+        let server = Postgres { port, bin, data, _dir: dir };
+        wait_until("postgres", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        server
+    }
+
+    /// A URL for the `postgres` database as the `postgres` user.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = as_postgres(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
