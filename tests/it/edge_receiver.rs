@@ -10,13 +10,10 @@ use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEA
 use tests::edge::Edge;
 use tests::faults::FaultServer;
 use tests::free_port;
-use tests::http::Answer;
+use tests::http::{Answer, HeaderList};
 use tests::ministack::{AccessKey, Ministack};
 
 const TABLE: &str = "receipts";
-
-/// Request headers, owned.
-type HeaderList = Vec<(String, String)>;
 
 /// Every binding the Worker reads, with every auth method configured.
 fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {

@@ -4,3 +4,4 @@
 
 mod edge_receiver;
 mod stream_worker;
+mod whole_path;

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+/// Request headers, owned.
+pub type HeaderList = Vec<(String, String)>;
+
 /// One HTTP answer.
 #[derive(Debug, Clone)]
 pub struct Answer {

@@ -14,6 +14,7 @@ pub mod faults;
 pub mod http;
 pub mod ministack;
 pub mod postgres;
+pub mod proxy;
 pub mod stub_http;
 
 use std::net::TcpListener;

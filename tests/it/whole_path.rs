@@ -1,0 +1,332 @@
+//! The whole path, sender to lead: the built Worker in workerd, a fault proxy, the
+//! signature-checking store with its stream, the stream worker's handler fed by the poller,
+//! and SQLite or PostgreSQL sinks. Each test owns its servers, ports, table and files.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::poll::{Pass, Poller};
+use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
+use stream_worker::sink::{LeadSink, Sink};
+use tests::aws::sdk_config;
+use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
+use tests::edge::Edge;
+use tests::http::{Answer, HeaderList};
+use tests::ministack::{AccessKey, Ministack, TempDir};
+use tests::postgres::Postgres;
+use tests::proxy::{FaultProxy, Mode};
+
+const TABLE: &str = "receipts";
+
+/// Every part of the path, running.
+struct Path {
+    store: Ministack,
+    proxy: FaultProxy,
+    edge: Edge,
+    config: aws_config::SdkConfig,
+    dir: TempDir,
+}
+
+async fn path() -> Path {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let edge_key = store.iam_access_key("edge");
+    let worker_key: AccessKey = store.iam_access_key("worker");
+    let proxy = FaultProxy::start(store.port);
+    let edge = Edge::start(&[
+        ("RECEIPTS_TABLE", TABLE.into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("DYNAMODB_ENDPOINT", proxy.endpoint()),
+        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
+        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
+        ("STORE_TIMEOUT_MS", "1000".into()),
+        ("WEBHOOK_BEARER_TOKENS", BEARER.into()),
+        ("WEBHOOK_BASIC_CREDENTIALS", format!("{BASIC_USER}:{BASIC_PASSWORD}")),
+        ("WEBHOOK_HEADER_NAME", HEADER_NAME.into()),
+        ("WEBHOOK_HEADER_VALUES", HEADER_VALUE.into()),
+        ("WEBHOOK_SIGNING_SECRETS", delivery::signing_secret()),
+    ]);
+    let config = sdk_config(&store, &worker_key).await;
+    Path { store, proxy, edge, config, dir: TempDir::new("path") }
+}
+
+impl Path {
+    fn poller(&self) -> Poller {
+        Poller {
+            dynamodb: aws_sdk_dynamodb::Client::new(&self.config),
+            streams: aws_sdk_dynamodbstreams::Client::new(&self.config),
+            table: TABLE.into(),
+            checkpoint: self.dir.0.join("checkpoint.json"),
+            retry_pause: Duration::ZERO,
+        }
+    }
+
+    fn receipts(&self) -> DynamoReceipts {
+        DynamoReceipts::new(aws_sdk_dynamodb::Client::new(&self.config), TABLE)
+    }
+
+    async fn sqlite_handler(&self) -> Handler<Sink, DynamoReceipts> {
+        let path = self.dir.0.join("leads.db").display().to_string();
+        Handler { sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(), receipts: self.receipts() }
+    }
+
+    fn sqlite_leads(&self) -> Vec<(String, i64)> {
+        let connection = rusqlite::Connection::open(self.dir.0.join("leads.db")).unwrap();
+        let mut statement =
+            connection.prepare("SELECT external_id, upsert_count FROM leads ORDER BY external_id").unwrap();
+        statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    }
+
+    /// Receipts as `(submissionId, status)`, sorted.
+    fn receipts_now(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = self
+            .store
+            .scan(TABLE)
+            .iter()
+            .map(|i| {
+                (i["submissionId"]["S"].as_str().unwrap().to_owned(), i["status"]["S"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// Sends `id`'s delivery with a bearer token; `body` defaults to the standard one.
+    fn send(&self, id: &str) -> Answer {
+        self.send_body(id, &delivery::body(id, delivery::VISITOR_MESSAGE, delivery::now_secs()))
+    }
+
+    fn send_body(&self, id: &str, body: &[u8]) -> Answer {
+        let key = delivery::key(id);
+        let auth = format!("Bearer {BEARER}");
+        let headers =
+            [("Content-Type", "application/json"), ("Authorization", auth.as_str()), ("Idempotency-Key", key.as_str())];
+        self.edge.deliver(&headers, body)
+    }
+}
+
+/// Runs poller passes until one finds nothing (bounded).
+async fn drain<S: LeadSink + Sync, R: ReceiptStore + Sync>(poller: &Poller, handler: &Handler<S, R>) {
+    for _ in 0..50 {
+        if poller.pass(handler).await.unwrap() == Pass::default() {
+            return;
+        }
+    }
+    panic!("the stream did not go quiet");
+}
+
+fn ids(items: &[(String, impl Sized)]) -> Vec<String> {
+    items.iter().map(|(id, _)| id.clone()).collect()
+}
+
+#[tokio::test]
+async fn the_sender_is_authenticated_and_nothing_is_stored_for_a_wrong_one() {
+    let p = path().await;
+    let handler = p.sqlite_handler().await;
+    let now = delivery::now_secs();
+    let signed = |id: &str, key: &[u8]| {
+        let body = delivery::body(id, "m", now);
+        let mut headers: Vec<(String, String)> =
+            delivery::signature_headers(key, &format!("msg_{id}"), now, &body).into();
+        headers.push(("Idempotency-Key".into(), delivery::key(id)));
+        (headers, body)
+    };
+    let mut cases: Vec<(&str, HeaderList, Vec<u8>, u16)> = Vec::new();
+    for (id, auth, status) in [
+        ("e2e_bearer", ("Authorization".to_owned(), format!("Bearer {BEARER}")), 202),
+        ("e2e_bearer_x", ("Authorization".to_owned(), "Bearer wrong".to_owned()), 401),
+        ("e2e_basic", ("Authorization".to_owned(), delivery::basic_header(BASIC_USER, BASIC_PASSWORD)), 202),
+        ("e2e_basic_x", ("Authorization".to_owned(), delivery::basic_header(BASIC_USER, "wrong")), 401),
+        ("e2e_header", (HEADER_NAME.to_owned(), HEADER_VALUE.to_owned()), 202),
+        ("e2e_header_x", (HEADER_NAME.to_owned(), "wrong".to_owned()), 401),
+    ] {
+        cases.push((
+            id,
+            vec![auth, ("Idempotency-Key".into(), delivery::key(id))],
+            delivery::body(id, "m", now),
+            status,
+        ));
+    }
+    let (headers, body) = signed("e2e_sig", delivery::SIGNING_KEY);
+    cases.push(("e2e_sig", headers, body, 202));
+    let (headers, body) = signed("e2e_sig_x", b"an-attacker-guessed-this-key-000");
+    cases.push(("e2e_sig_x", headers, body, 401));
+    for (id, mut headers, body, status) in cases {
+        headers.push(("Content-Type".into(), "application/json".into()));
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        assert_eq!(p.edge.deliver(&refs, &body).status, status, "{id}");
+    }
+    drain(&p.poller(), &handler).await;
+    let expected = ["e2e_basic", "e2e_bearer", "e2e_header", "e2e_sig"];
+    assert_eq!(ids(&p.receipts_now()), expected);
+    assert_eq!(ids(&p.sqlite_leads()), expected);
+}
+
+#[tokio::test]
+async fn a_lost_response_is_retried_into_a_duplicate_with_one_receipt_and_one_lead() {
+    let p = path().await;
+    let handler = p.sqlite_handler().await;
+    let body = delivery::body("e2e_lost", delivery::VISITOR_MESSAGE, delivery::now_secs());
+    p.proxy.set(Mode::DropResponse { times: 1 });
+    let first = p.send_body("e2e_lost", &body);
+    assert_eq!(first.status, 503, "{}", first.body);
+    assert_eq!(p.proxy.forwarded.load(Ordering::Relaxed), 1, "the PutItem reached the store");
+    assert_eq!(p.receipts_now(), [("e2e_lost".to_owned(), "RECEIVED".to_owned())], "and was stored");
+    // The sender retries, as Static Forms does on a 5xx.
+    let retry = p.send_body("e2e_lost", &body);
+    assert_eq!((retry.status, retry.json()["duplicate"].clone()), (200, json!(true)));
+    drain(&p.poller(), &handler).await;
+    assert_eq!(p.receipts_now(), [("e2e_lost".to_owned(), "COMPLETED".to_owned())]);
+    assert_eq!(p.sqlite_leads(), [("e2e_lost".to_owned(), 1)]);
+}
+
+#[tokio::test]
+async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_submission() {
+    let p = path().await;
+    let postgres = Postgres::start();
+    let handler = Handler {
+        sink: Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap(),
+        receipts: p.receipts(),
+    };
+    let hot = delivery::body("e2e_hot", delivery::VISITOR_MESSAGE, delivery::now_secs());
+    // 50 copies of one delivery, and 200 distinct deliveries of which every third is sent
+    // again (a retry) and every seventh a third time; all at once on 16 threads.
+    let mut jobs: Vec<(String, Vec<u8>)> = (0..50).map(|_| ("e2e_hot".to_owned(), hot.clone())).collect();
+    for i in 0..200 {
+        let id = format!("e2e_{i:03}");
+        let body = delivery::body(&id, delivery::VISITOR_MESSAGE, delivery::now_secs());
+        let copies = 1 + usize::from(i % 3 == 0) + usize::from(i % 7 == 0);
+        jobs.extend(std::iter::repeat_n((id, body), copies));
+    }
+    // A fixed shuffle, so retries interleave with first attempts.
+    let n = jobs.len();
+    for i in 0..n {
+        jobs.swap(i, (i * 7919 + 13) % n);
+    }
+    let next = AtomicUsize::new(0);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut seen = Vec::new();
+                    while let Some((id, body)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        seen.push(p.send_body(id, body).status);
+                    }
+                    seen
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(statuses.len(), n);
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 202), "no 5xx, no 4xx: {statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 201, "one 202 per distinct submission");
+    drain(&p.poller(), &handler).await;
+    let distinct: BTreeSet<String> = jobs.iter().map(|(id, _)| id.clone()).collect();
+    let receipts = p.receipts_now();
+    assert_eq!(receipts.len(), distinct.len());
+    assert!(receipts.iter().all(|(_, status)| status == "COMPLETED"));
+    let (client, connection) = tokio_postgres::connect(&postgres.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let leads: Vec<String> = client
+        .query("SELECT external_id FROM leads ORDER BY external_id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(leads, distinct.into_iter().collect::<Vec<_>>(), "leads == receipts == distinct submissions");
+}
+
+/// Fails the first `n` receipt updates: a worker that dies after the upsert.
+struct CrashBeforeMark<R> {
+    inner: R,
+    remaining: AtomicUsize,
+}
+
+impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
+    async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
+        if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(ReceiptStoreError("crash_injected"));
+        }
+        self.inner.mark(key, at, mark, now).await
+    }
+}
+
+#[tokio::test]
+async fn redelivered_records_and_a_crash_before_the_receipt_update_leave_one_lead_each() {
+    let p = path().await;
+    let path = p.dir.0.join("leads.db").display().to_string();
+    let handler = Handler {
+        sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
+        receipts: CrashBeforeMark { inner: p.receipts(), remaining: AtomicUsize::new(2) },
+    };
+    for i in 0..4 {
+        assert_eq!(p.send(&format!("e2e_re_{i}")).status, 202);
+    }
+    drain(&p.poller(), &handler).await;
+    // The stream delivers everything again.
+    std::fs::remove_file(p.dir.0.join("checkpoint.json")).unwrap();
+    drain(&p.poller(), &handler).await;
+    let leads = p.sqlite_leads();
+    assert_eq!(ids(&leads), ["e2e_re_0", "e2e_re_1", "e2e_re_2", "e2e_re_3"]);
+    assert!(leads.iter().all(|(_, count)| *count >= 2), "every lead was upserted again, not added: {leads:?}");
+    assert!(p.receipts_now().iter().all(|(_, status)| status == "COMPLETED"));
+}
+
+#[tokio::test]
+async fn a_store_failure_before_the_put_is_never_a_success_and_recovery_gives_exactly_one() {
+    let p = path().await;
+    let handler = p.sqlite_handler().await;
+    let faults = [
+        ("down", Mode::Refuse),
+        ("hanging", Mode::Hang),
+        ("5xx", Mode::Answer(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into())),
+        (
+            "throttled",
+            Mode::Answer(
+                400,
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}"#.into(),
+            ),
+        ),
+    ];
+    for (name, mode) in faults {
+        let id = format!("e2e_fault_{name}");
+        p.proxy.set(mode);
+        for attempt in 0..2 {
+            let answer = p.send(&id);
+            assert_eq!(answer.status, 503, "{name} attempt {attempt}: {}", answer.body);
+        }
+        assert!(p.receipts_now().iter().all(|(sid, _)| *sid != id), "{name}: no receipt");
+        p.proxy.set(Mode::PassThrough);
+        assert_eq!(p.send(&id).status, 202, "{name}: the retry after recovery stores it");
+        assert_eq!(p.send(&id).status, 200, "{name}: and a further retry is a duplicate");
+    }
+    drain(&p.poller(), &handler).await;
+    let expected = ["e2e_fault_5xx", "e2e_fault_down", "e2e_fault_hanging", "e2e_fault_throttled"];
+    assert_eq!(ids(&p.receipts_now()), expected);
+    assert_eq!(p.sqlite_leads().iter().map(|l| (l.0.as_str(), l.1)).collect::<Vec<_>>(), expected.map(|id| (id, 1)));
+}
+
+#[tokio::test]
+async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
+    let p = path().await;
+    let handler = p.sqlite_handler().await;
+    assert_eq!(p.send("e2e_late").status, 202);
+    drain(&p.poller(), &handler).await;
+    // The retention window passes: the receipt's TTL is behind us (DynamoDB deletes it some
+    // time later; until then the edge's condition treats it as gone).
+    p.store.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &json!({"TableName": TABLE, "Key": {"pk": {"S": delivery::key("e2e_late")}},
+                "UpdateExpression": "SET expiresAt = :past", "ExpressionAttributeValues": {":past": {"N": "1000"}}}),
+    );
+    assert_eq!(p.send("e2e_late").status, 202, "a new receipt replaces the expired one");
+    drain(&p.poller(), &handler).await;
+    assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 2)], "the sink's key kept it to one lead");
+    assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
+}

@@ -1,0 +1,156 @@
+//! A fault proxy between the Worker and the store: forwards each HTTP request to the real
+//! store, or misbehaves in one of the ways a network or a store can, switchable while running.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the proxy treats the next requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Forward the request and the answer.
+    PassThrough,
+    /// Forward the request to the store, then drop the answer: the write happened, the caller
+    /// never learns it. Switches back to `PassThrough` after `times` requests.
+    DropResponse { times: usize },
+    /// Close the connection without forwarding (a store that is down, seen from the Worker).
+    Refuse,
+    /// Hold the connection and never answer (a store that hangs).
+    Hang,
+    /// Answer with this status and body without forwarding.
+    Answer(u16, String),
+}
+
+/// A proxy on 127.0.0.1, stopped when dropped.
+pub struct FaultProxy {
+    pub port: u16,
+    mode: Arc<Mutex<Mode>>,
+    stop: Arc<AtomicBool>,
+    /// Requests that reached the real store.
+    pub forwarded: Arc<AtomicUsize>,
+}
+
+impl FaultProxy {
+    /// Proxies to `upstream_port` on 127.0.0.1.
+    pub fn start(upstream_port: u16) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mode = Arc::new(Mutex::new(Mode::PassThrough));
+        let stop = Arc::new(AtomicBool::new(false));
+        let forwarded = Arc::new(AtomicUsize::new(0));
+        let (mode_in, stop_in, forwarded_in) = (Arc::clone(&mode), Arc::clone(&stop), Arc::clone(&forwarded));
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop_in.load(Ordering::Relaxed) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let current = {
+                    let mut mode = mode_in.lock().unwrap();
+                    let current = mode.clone();
+                    if let Mode::DropResponse { times } = &mut *mode {
+                        *times -= 1;
+                        if *times == 0 {
+                            *mode = Mode::PassThrough;
+                        }
+                    }
+                    current
+                };
+                match current {
+                    Mode::Hang => held.push(client),
+                    Mode::Refuse => drop(client),
+                    mode => {
+                        let forwarded = Arc::clone(&forwarded_in);
+                        std::thread::spawn(move || serve(client, upstream_port, &mode, &forwarded));
+                    }
+                }
+            }
+        });
+        FaultProxy { port, mode, stop, forwarded }
+    }
+
+    pub fn set(&self, mode: Mode) {
+        *self.mode.lock().unwrap() = mode;
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &AtomicUsize) {
+    let _ = client.set_nonblocking(false);
+    let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
+    let Some(request) = read_message(&mut client) else { return };
+    if let Mode::Answer(status, body) = mode {
+        let response = format!(
+            "HTTP/1.1 {status} Fault\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = client.write_all(response.as_bytes());
+        return;
+    }
+    let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };
+    let _ = upstream.set_read_timeout(Some(Duration::from_secs(10)));
+    // One request per connection keeps the proxy simple: ask both sides to close after it.
+    let request = force_close(&request);
+    if upstream.write_all(&request).is_err() {
+        return;
+    }
+    forwarded.fetch_add(1, Ordering::Relaxed);
+    let Some(response) = read_message(&mut upstream) else { return };
+    if matches!(mode, Mode::DropResponse { .. }) {
+        // The store has done the write; the caller sees the connection end with no answer.
+        let _ = client.shutdown(std::net::Shutdown::Both);
+        return;
+    }
+    let _ = client.write_all(&response);
+}
+
+/// Reads one HTTP message (head and a `Content-Length` body).
+fn read_message(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut message = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        if let Some(end) = message.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&message[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if message.len() >= end + 4 + length {
+                message.truncate(end + 4 + length);
+                return Some(message);
+            }
+        }
+        let n = stream.read(&mut buffer).ok()?;
+        if n == 0 {
+            return None;
+        }
+        message.extend_from_slice(&buffer[..n]);
+    }
+}
+
+/// The request with `Connection: close` in place of any `Connection` header.
+fn force_close(request: &[u8]) -> Vec<u8> {
+    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { return request.to_vec() };
+    let head = String::from_utf8_lossy(&request[..end]);
+    let mut lines: Vec<&str> =
+        head.split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("connection:")).collect();
+    lines.push("Connection: close");
+    let mut out = lines.join("\r\n").into_bytes();
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(&request[end + 4..]);
+    out
+}
