@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev build-edge browser-test
+.PHONY: setup test dev demo build-edge browser-test
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -20,7 +20,11 @@ browser-test: setup
 	TMPDIR=$(CURDIR)/target/tmp CHROMEDRIVER=/usr/bin/chromedriver cargo test -p webhook-shared --target wasm32-unknown-unknown
 	TMPDIR=$(CURDIR)/target/tmp CHROMEDRIVER=/usr/bin/chromedriver cargo test -p edge --no-default-features --target wasm32-unknown-unknown
 
-# The local stack arrives with the stream worker.
-dev:
-	@echo "make dev is not available yet: the stream worker is still a skeleton. See README.md." >&2
-	@exit 1
+# The whole path on 127.0.0.1: DynamoDB-compatible store, the Worker, the stream worker.
+# Runs until Ctrl-C; ports from DYNAMODB_PORT (4566) and EDGE_PORT (8787).
+dev: setup
+	scripts/dev.sh
+
+# With `make dev` running in another terminal: a scenario and a summary table.
+demo:
+	python3 scripts/demo.py

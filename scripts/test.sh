@@ -47,7 +47,11 @@ step "browser tests (headless Chromium)"
   cargo test -p edge --no-default-features --target wasm32-unknown-unknown
 } 2>&1 | tee "$out/browser.log"
 
+step "quick start: make dev, then make demo, then stop (own ports and state folder)"
+scripts/smoke-dev.sh 2>&1 | tee "$out/smoke.log"
+
 printf '\n==> summary\n'
 printf 'native:  %s\n' "$(count "$out/native.log")"
 printf 'browser: %s (headless Chromium)\n' "$(count "$out/browser.log")"
 printf 'edge upload: %s\n' "$(grep -o 'Total Upload: .*' "$out/bundle.log")"
+printf 'quick start: %s\n' "$(grep -o 'leads == unique submissions: .*' "$out/smoke.log")"

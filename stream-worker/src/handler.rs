@@ -52,7 +52,8 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         };
         match decide(&record.event_name, image.as_ref()) {
             RecordAction::Skip(reason) => {
-                log(None, "skip", reason, 1);
+                let id = image.as_ref().and_then(|i| i.get("submissionId")).and_then(|v| v.as_s());
+                log(id, "skip", reason, 1);
                 Ok(())
             }
             RecordAction::MissingImage => {

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""`make demo`: play a delivery scenario against the running local stack and show the result.
+
+New deliveries, sequential retries, 20 concurrent copies of one delivery, a wrong key, a wrong
+token, the same key with a changed body. Then it waits for the stream worker and prints what
+happened: requests by status, receipts by status, leads, and whether leads == unique
+submissions. Standard library only; talks to 127.0.0.1 only.
+"""
+import collections
+import concurrent.futures
+import json
+import os
+import secrets
+import sqlite3
+import sys
+import time
+import urllib.error
+import urllib.request
+
+STACK = os.path.join(os.environ.get("DEV_STATE", ".dev"), "stack.json")
+
+
+def load_stack():
+    try:
+        with open(STACK) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        sys.exit("demo: the local stack is not running; start it with `make dev` in another terminal")
+
+
+def post(url, headers, body):
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError as error:
+        sys.exit(f"demo: the edge at {url} does not answer ({error}); is `make dev` running?")
+
+
+def delivery(submission_id, message="Hello from the demo"):
+    return json.dumps({
+        "event": "form.submitted",
+        "timestamp": int(time.time()),
+        "data": {
+            "submissionId": submission_id,
+            "formData": {"name": "Demo Visitor", "email": "visitor@example.com", "message": message},
+            "apiKey": "sf_demo_key",
+            "recipientEmail": "owner@example.com",
+            "attachments": [],
+        },
+    }).encode()
+
+
+def scan_receipts(stack, prefix):
+    """Every receipt of this run, with the store's root key (never signature-checked)."""
+    items, start = [], None
+    while True:
+        body = {"TableName": stack["table"], "ConsistentRead": True}
+        if start:
+            body["ExclusiveStartKey"] = start
+        request = urllib.request.Request(stack["dynamodb_endpoint"] + "/", data=json.dumps(body).encode(), method="POST", headers={
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": "DynamoDB_20120810.Scan",
+            "X-Amz-Date": "20260101T000000Z",
+            "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{stack['region']}/dynamodb/aws4_request, "
+                             "SignedHeaders=host;x-amz-date, Signature=0",
+        })
+        with urllib.request.urlopen(request, timeout=30) as response:
+            page = json.load(response)
+        items += [i for i in page.get("Items", []) if i["submissionId"]["S"].startswith(prefix)]
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return items
+
+
+def leads(stack, prefix):
+    if not os.path.exists(stack["leads_db"]):
+        return []
+    with sqlite3.connect(stack["leads_db"]) as db:
+        return db.execute("SELECT external_id, upsert_count FROM leads WHERE external_id LIKE ?", (prefix + "%",)).fetchall()
+
+
+def main():
+    stack = load_stack()
+    url = stack["edge_url"] + "/webhooks/staticforms"
+    run = "demo_" + secrets.token_hex(3)
+    statuses = collections.Counter()
+
+    def send(submission_id, body=None, key=None, token=None):
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": "Bearer " + (token or stack["bearer_token"]),
+            "Idempotency-Key": key or f"staticforms:form.submitted:{submission_id}",
+        }
+        status = post(url, headers, body or delivery(submission_id))
+        statuses[status] += 1
+        return status
+
+    ids = [f"{run}_{i}" for i in range(10)]
+    print(f"demo: run {run} against {stack['edge_url']}")
+    print("  10 new deliveries ...")
+    for submission_id in ids:
+        send(submission_id)
+    print("  3 sequential retries ...")
+    for submission_id in ids[:3]:
+        send(submission_id)
+    print("  20 concurrent copies of one new delivery ...")
+    hot = f"{run}_hot"
+    body = delivery(hot)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
+        list(pool.map(lambda _: send(hot, body), range(20)))
+    print("  a wrong idempotency key, a wrong token, the same key with a changed body ...")
+    send(ids[0], key=f"staticforms:form.submitted:{run}_other")
+    send(f"{run}_intruder", token="not-the-token")
+    send(ids[1], body=delivery(ids[1], message="a different message"))
+
+    unique = set(ids) | {hot}
+    deadline = time.time() + 30
+    while time.time() < deadline and len(leads(stack, run)) < len(unique):
+        time.sleep(0.25)
+    time.sleep(0.5)  # let the last receipt updates land
+    receipts = collections.Counter(i["status"]["S"] for i in scan_receipts(stack, run))
+    lead_rows = leads(stack, run)
+
+    names = {202: "stored", 200: "duplicate", 400: "bad key", 401: "unauthenticated", 422: "key reused"}
+    print()
+    print(f"  {'requests by status':<28}")
+    for status in sorted(statuses):
+        print(f"    {status} {names.get(status, ''):<22}{statuses[status]:>5}")
+    print(f"  {'receipts by status':<28}")
+    for status in ("RECEIVED", "COMPLETED", "FAILED"):
+        print(f"    {status:<26}{receipts.get(status, 0):>5}")
+    print(f"  {'leads':<30}{len(lead_rows):>5}")
+    print(f"  {'unique submissions':<30}{len(unique):>5}")
+    equal = len(lead_rows) == len(unique) == sum(receipts.values())
+    print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
+    sys.exit(0 if equal else 1)
+
+
+if __name__ == "__main__":
+    main()

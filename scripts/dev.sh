@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# `make dev`: the whole path on this machine, on 127.0.0.1 only, until Ctrl-C or SIGTERM.
+#   ministack (DynamoDB + Streams + IAM, SigV4 checked)   DYNAMODB_PORT, default 4566
+#   the built edge Worker in workerd (wrangler dev)      EDGE_PORT, default 8787
+#   stream-worker poll, leads into .dev/leads.db (SQLite)
+# Every process is started in its own process group and stopped with it on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DYNAMODB_PORT=${DYNAMODB_PORT:-4566}
+EDGE_PORT=${EDGE_PORT:-8787}
+REGION=us-east-1
+TABLE=receipts
+STATE=${DEV_STATE:-.dev}
+mkdir -p "$STATE"
+
+say() { printf 'dev: %s\n' "$*"; }
+die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
+
+# One stack at a time: a live PID from the last run means it is still up.
+if [ -f "$STATE/pids" ]; then
+  for pid in $(cat "$STATE/pids"); do
+    if kill -0 "$pid" 2>/dev/null; then
+      die "the local stack is already running (PID $pid; see $STATE/stack.json). Stop it with Ctrl-C in its terminal, or: kill -TERM -$pid"
+    fi
+  done
+fi
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port_busy "$DYNAMODB_PORT" && die "port $DYNAMODB_PORT is in use; choose another with DYNAMODB_PORT=<port> make dev"
+port_busy "$EDGE_PORT" && die "port $EDGE_PORT is in use; choose another with EDGE_PORT=<port> make dev"
+
+say "building the edge Worker and the stream worker"
+scripts/build-edge.sh >"$STATE/build.log" 2>&1 || { tail -20 "$STATE/build.log"; die "the Worker build failed (log: $STATE/build.log)"; }
+cargo build -q -p stream-worker
+
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  if [ ${#pids[@]} -gt 0 ]; then
+    say "stopping ${pids[*]}"
+    for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL -- "-$pid" 2>/dev/null || true
+    done
+  fi
+  rm -f "$STATE/pids" "$STATE/stack.json"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+started() { pids+=("$1"); printf '%s\n' "${pids[@]}" >"$STATE/pids"; }
+wait_for() { # what, seconds, command...
+  local what=$1 seconds=$2; shift 2
+  for _ in $(seq $((seconds * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  die "$what did not come up within ${seconds} s (logs in $STATE/)"
+}
+
+say "starting ministack on 127.0.0.1:$DYNAMODB_PORT"
+mkdir -p "$STATE/ministack"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AUTH=true BIND_HOST=127.0.0.1 GATEWAY_PORT="$DYNAMODB_PORT" \
+  SERVICES=dynamodb,dynamodbstreams,iam TMPDIR="$PWD/$STATE/ministack" \
+  setsid .tools/ministack/bin/ministack >"$STATE/ministack.log" 2>&1 </dev/null &
+started $!
+STORE=http://127.0.0.1:$DYNAMODB_PORT
+wait_for ministack 30 curl -sf "$STORE/_ministack/health"
+
+# Setup calls use the root key, which ministack does not check; the edge and the worker sign
+# with an IAM user's key, which it does.
+root_auth="AWS4-HMAC-SHA256 Credential=test/20260101/$REGION/SERVICE/aws4_request, SignedHeaders=host;x-amz-date, Signature=0"
+iam() {
+  curl -sf -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/iam}" \
+    -H 'Content-Type: application/x-www-form-urlencoded' --data-urlencode Version=2010-05-08 "$@"
+}
+ddb() { # target, JSON body
+  curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/dynamodb}" \
+    -H 'Content-Type: application/x-amz-json-1.0' -H "X-Amz-Target: DynamoDB_20120810.$1" -d "$2"
+}
+iam --data-urlencode Action=CreateUser --data-urlencode UserName=local-dev >/dev/null || true
+iam --data-urlencode Action=PutUserPolicy --data-urlencode UserName=local-dev --data-urlencode PolicyName=ddb \
+  --data-urlencode 'PolicyDocument={"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"dynamodb:*","Resource":"*"}]}' >/dev/null
+key_xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName=local-dev)
+ACCESS_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$key_xml")
+SECRET_ACCESS_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$key_xml")
+[ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] || die "could not create an IAM access key"
+
+# The table, as production has it: key pk, stream with images, TTL on expiresAt (idempotent).
+created=$(ddb CreateTable "{\"TableName\":\"$TABLE\",\"AttributeDefinitions\":[{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"}],
+  \"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\",
+  \"StreamSpecification\":{\"StreamEnabled\":true,\"StreamViewType\":\"NEW_AND_OLD_IMAGES\"}}")
+case "$created" in *TableDescription*|*ResourceInUseException*) ;; *) die "CreateTable failed: $created" ;; esac
+ddb UpdateTimeToLive "{\"TableName\":\"$TABLE\",\"TimeToLiveSpecification\":{\"Enabled\":true,\"AttributeName\":\"expiresAt\"}}" >/dev/null
+
+# Local secrets: created once from the example, with a fresh bearer token.
+if [ ! -f .dev.vars ]; then
+  token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
+  sed "s/^WEBHOOK_BEARER_TOKENS=.*/WEBHOOK_BEARER_TOKENS=$token/" .dev.vars.example >.dev.vars
+  say "created .dev.vars with a new bearer token"
+fi
+BEARER=$(sed -n 's/^WEBHOOK_BEARER_TOKENS=\([^,]*\).*/\1/p' .dev.vars | head -1)
+
+say "starting the edge Worker on 127.0.0.1:$EDGE_PORT"
+WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
+  setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
+  --var "DYNAMODB_ENDPOINT:$STORE" --var "AWS_REGION:$REGION" --var "RECEIPTS_TABLE:$TABLE" \
+  --var "AWS_ACCESS_KEY_ID:$ACCESS_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$SECRET_ACCESS_KEY" \
+  >"$STATE/edge.log" 2>&1 </dev/null &
+started $!
+EDGE=http://127.0.0.1:$EDGE_PORT
+wait_for "the edge Worker" 120 curl -sf "$EDGE/healthz"
+
+say "starting stream-worker poll"
+env AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
+  AWS_ACCESS_KEY_ID="$ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$SECRET_ACCESS_KEY" AWS_SESSION_TOKEN= \
+  RECEIPTS_TABLE=$TABLE LEAD_SINK="sqlite://$STATE/leads.db" POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
+  setsid target/debug/stream-worker poll >"$STATE/stream-worker.log" 2>&1 </dev/null &
+started $!
+wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-worker.log"
+
+python3 - "$STATE/stack.json" <<PY
+import json, sys
+json.dump({
+    "edge_url": "$EDGE", "dynamodb_endpoint": "$STORE", "region": "$REGION", "table": "$TABLE",
+    "access_key_id": "$ACCESS_KEY_ID", "secret_access_key": "$SECRET_ACCESS_KEY",
+    "bearer_token": "$BEARER", "leads_db": "$STATE/leads.db",
+    "pids": {"ministack": ${pids[0]}, "edge": ${pids[1]}, "stream_worker": ${pids[2]}},
+}, open(sys.argv[1], "w"), indent=2)
+PY
+
+cat <<BANNER
+
+  The local stack is up (details in $STATE/stack.json, logs in $STATE/*.log).
+
+    edge      $EDGE   (POST /webhooks/staticforms, GET /healthz)
+    DynamoDB  $STORE   table "$TABLE", signatures checked
+    leads     $STATE/leads.db   (sqlite3 $STATE/leads.db 'select * from leads')
+
+  Send a delivery:
+
+    curl -i $EDGE/webhooks/staticforms \\
+      -H 'Content-Type: application/json' \\
+      -H 'Authorization: Bearer $BEARER' \\
+      -H 'Idempotency-Key: staticforms:form.submitted:sub_hello_1' \\
+      -d '{"event":"form.submitted","timestamp":1796019713,"data":{"submissionId":"sub_hello_1","formData":{"name":"Ada","email":"ada@example.com","message":"Hello"}}}'
+
+  Then, in another terminal: make demo.  Ctrl-C stops everything.
+
+BANNER
+
+# Run until a part stops on its own or we are told to stop; cleanup stops the rest.
+wait -n "${pids[@]}"
+die "a part of the stack stopped on its own; see $STATE/*.log"
