@@ -22,6 +22,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod auth;
+pub mod config;
 pub mod decimal;
 pub mod decision;
 pub mod dynamo;

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub use shared::config::ConfigError;
+
 /// What the worker needs beyond the AWS SDK's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -44,23 +46,6 @@ impl fmt::Debug for SinkConfig {
         write!(f, "{kind}([redacted])")
     }
 }
-
-/// A variable that is missing or malformed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The variable's name.
-    pub variable: &'static str,
-    /// What it should hold.
-    pub expected: &'static str,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} must be {}", self.variable, self.expected)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// Default HubSpot API base URL.
 pub const HUBSPOT_BASE_URL: &str = "https://api.hubapi.com";

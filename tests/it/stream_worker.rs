@@ -1,7 +1,6 @@
 //! The stream worker against ministack's real stream, real PostgreSQL and SQLite, and the CRM
 //! stand-ins. Receipts are written as the edge writes them; the poller feeds the Lambda handler.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -9,14 +8,15 @@ use serde_json::Value;
 use shared::lead::Lead;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
-use stream_worker::poll::{Pass, Poller};
-use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
+use stream_worker::poll::Poller;
+use stream_worker::receipts::DynamoReceipts;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::delivery;
 use tests::ministack::{AccessKey, Ministack, TempDir};
 use tests::postgres::Postgres;
+use tests::worker::{self, CrashBeforeMark};
 
 const TABLE: &str = "receipts";
 
@@ -37,17 +37,11 @@ async fn world() -> World {
 
 impl World {
     fn poller(&self) -> Poller {
-        Poller {
-            dynamodb: aws_sdk_dynamodb::Client::new(&self.config),
-            streams: aws_sdk_dynamodbstreams::Client::new(&self.config),
-            table: TABLE.into(),
-            checkpoint: self.dir.0.join("checkpoint.json"),
-            retry_pause: Duration::ZERO,
-        }
+        worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json"))
     }
 
     fn receipts(&self) -> DynamoReceipts {
-        DynamoReceipts::new(aws_sdk_dynamodb::Client::new(&self.config), TABLE)
+        worker::receipts(&self.config, TABLE)
     }
 
     /// Stores a receipt for `id` as the edge would; returns its key.
@@ -65,31 +59,14 @@ impl World {
     fn sqlite_path(&self) -> String {
         self.dir.0.join("leads.db").display().to_string()
     }
+
+    fn sqlite_leads(&self) -> Vec<(String, String, i64)> {
+        worker::sqlite_leads(&self.dir.0.join("leads.db"))
+    }
 }
 
 fn now_millis() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-/// Runs passes until one finds nothing to do (bounded).
-async fn drain<S: LeadSink + Sync, R: ReceiptStore + Sync>(poller: &Poller, handler: &Handler<S, R>) -> Vec<Pass> {
-    let mut passes = Vec::new();
-    for _ in 0..20 {
-        let pass = poller.pass(handler).await.unwrap();
-        passes.push(pass);
-        if pass == Pass::default() {
-            return passes;
-        }
-    }
-    panic!("the stream did not go quiet: {passes:?}");
-}
-
-/// Leads in SQLite: `(external_id, email, upsert_count)`.
-fn sqlite_leads(path: &str) -> Vec<(String, String, i64)> {
-    let connection = rusqlite::Connection::open(path).unwrap();
-    let mut statement =
-        connection.prepare("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id").unwrap();
-    statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).unwrap().map(Result::unwrap).collect()
 }
 
 /// Leads in PostgreSQL: `(external_id, email, upsert_count)`.
@@ -111,13 +88,13 @@ async fn a_record_delivered_twice_is_one_lead_upserted_twice_sqlite() {
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     let handler = Handler { sink, receipts: w.receipts() };
     w.deliver("sub_twice");
-    drain(&w.poller(), &handler).await;
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_twice", 1)]);
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_twice", 1)]);
     assert_eq!(w.status("sub_twice"), Some(("COMPLETED".into(), None)));
     // Redelivery: forget the checkpoint, so the stream is read again from its start.
     std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
-    drain(&w.poller(), &handler).await;
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_twice", 2)]);
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_twice", 2)]);
     assert_eq!(w.status("sub_twice"), Some(("COMPLETED".into(), None)));
 }
 
@@ -128,41 +105,26 @@ async fn a_record_delivered_twice_is_one_lead_upserted_twice_postgres() {
     let sink = Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap();
     let handler = Handler { sink, receipts: w.receipts() };
     w.deliver("sub_pg");
-    drain(&w.poller(), &handler).await;
+    worker::drain(&w.poller(), &handler).await;
     std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
-    drain(&w.poller(), &handler).await;
+    worker::drain(&w.poller(), &handler).await;
     assert_eq!(postgres_leads(&postgres.url()).await, [lead("sub_pg", 2)]);
     assert_eq!(w.status("sub_pg"), Some(("COMPLETED".into(), None)));
-}
-
-/// Fails the first `n` receipt updates, as a worker that crashes after the upsert would.
-struct CrashBeforeMark<R> {
-    inner: R,
-    remaining: AtomicUsize,
-}
-
-impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
-    async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
-        if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            return Err(ReceiptStoreError("crash_injected"));
-        }
-        self.inner.mark(key, at, mark, now).await
-    }
 }
 
 #[tokio::test]
 async fn a_crash_between_the_upsert_and_the_receipt_update_leaves_one_lead() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { sink, receipts: CrashBeforeMark { inner: w.receipts(), remaining: AtomicUsize::new(1) } };
+    let handler = Handler { sink, receipts: CrashBeforeMark::new(w.receipts(), 1) };
     w.deliver("sub_crash");
     let poller = w.poller();
     let first = poller.pass(&handler).await.unwrap();
     assert_eq!(first.failed_batches, 1);
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_crash", 1)], "the upsert happened");
+    assert_eq!(w.sqlite_leads(), [lead("sub_crash", 1)], "the upsert happened");
     assert_eq!(w.status("sub_crash"), Some(("RECEIVED".into(), None)), "the update did not");
-    drain(&poller, &handler).await;
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_crash", 2)]);
+    worker::drain(&poller, &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_crash", 2)]);
     assert_eq!(w.status("sub_crash"), Some(("COMPLETED".into(), None)));
 }
 
@@ -205,7 +167,7 @@ async fn a_retryable_failure_stops_the_batch_at_that_record_and_resumes_there() 
     // Still broken: the next pass starts at record 3 again and goes no further.
     assert_eq!(poller.pass(&handler).await.unwrap().failed_batches, 1);
     *handler.sink.broken.lock().unwrap() = None;
-    drain(&poller, &handler).await;
+    worker::drain(&poller, &handler).await;
     let all: Vec<(String, String, i64)> = postgres_leads(&postgres.url()).await;
     assert_eq!(all, (1..=5).map(|i| lead(&format!("sub_{i}"), 1)).collect::<Vec<_>>());
     let attempts = handler.sink.attempts.lock().unwrap().clone();
@@ -228,10 +190,10 @@ async fn a_poison_record_is_marked_failed_and_the_next_ones_are_processed() {
     poison.submission_id = "someone_else".into();
     put_item(&w.store, TABLE, &poison.to_item());
     w.deliver("sub_after");
-    drain(&w.poller(), &handler).await;
+    worker::drain(&w.poller(), &handler).await;
     assert_eq!(w.status("sub_poison"), Some(("FAILED".into(), Some("submission_id_mismatch".into()))));
     assert_eq!(w.status("sub_after"), Some(("COMPLETED".into(), None)));
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_after", 1)]);
+    assert_eq!(w.sqlite_leads(), [lead("sub_after", 1)]);
 }
 
 #[tokio::test]
@@ -241,10 +203,10 @@ async fn a_receipt_deleted_before_the_update_is_not_recreated() {
     let handler = Handler { sink, receipts: w.receipts() };
     let key = w.deliver("sub_ttl");
     w.store.ok("DynamoDB_20120810.DeleteItem", &serde_json::json!({"TableName": TABLE, "Key": {"pk": {"S": key}}}));
-    drain(&w.poller(), &handler).await;
+    worker::drain(&w.poller(), &handler).await;
     assert_eq!(w.store.get(TABLE, &key), None, "no receipt came back");
     assert!(w.store.scan(TABLE).is_empty());
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_ttl", 1)]);
+    assert_eq!(w.sqlite_leads(), [lead("sub_ttl", 1)]);
 }
 
 #[tokio::test]
@@ -253,13 +215,13 @@ async fn a_restarted_poller_resumes_from_its_checkpoint() {
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     let handler = Handler { sink, receipts: w.receipts() };
     w.deliver("sub_a");
-    drain(&w.poller(), &handler).await;
+    worker::drain(&w.poller(), &handler).await;
     w.deliver("sub_b");
     // A new poller (a restart) with the same checkpoint reads only what is new.
-    let passes = drain(&w.poller(), &handler).await;
+    let passes = worker::drain(&w.poller(), &handler).await;
     let processed: usize = passes.iter().map(|p| p.processed).sum();
     assert!(processed >= 1, "{passes:?}");
-    assert_eq!(sqlite_leads(&w.sqlite_path()), [lead("sub_a", 1), lead("sub_b", 1)], "sub_a was not replayed");
+    assert_eq!(w.sqlite_leads(), [lead("sub_a", 1), lead("sub_b", 1)], "sub_a was not replayed");
 }
 
 fn sample_lead(id: &str) -> Lead {

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use serde_json::json;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
-use stream_worker::poll::{Pass, Poller};
-use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
-use stream_worker::sink::{LeadSink, Sink};
+use stream_worker::poll::Poller;
+use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::Sink;
 use tests::aws::sdk_config;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
 use tests::edge::Edge;
@@ -19,6 +18,7 @@ use tests::http::{Answer, HeaderList};
 use tests::ministack::{AccessKey, Ministack, TempDir};
 use tests::postgres::Postgres;
 use tests::proxy::{FaultProxy, Mode};
+use tests::worker::{self, CrashBeforeMark};
 
 const TABLE: &str = "receipts";
 
@@ -56,17 +56,11 @@ async fn path() -> Path {
 
 impl Path {
     fn poller(&self) -> Poller {
-        Poller {
-            dynamodb: aws_sdk_dynamodb::Client::new(&self.config),
-            streams: aws_sdk_dynamodbstreams::Client::new(&self.config),
-            table: TABLE.into(),
-            checkpoint: self.dir.0.join("checkpoint.json"),
-            retry_pause: Duration::ZERO,
-        }
+        worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json"))
     }
 
     fn receipts(&self) -> DynamoReceipts {
-        DynamoReceipts::new(aws_sdk_dynamodb::Client::new(&self.config), TABLE)
+        worker::receipts(&self.config, TABLE)
     }
 
     async fn sqlite_handler(&self) -> Handler<Sink, DynamoReceipts> {
@@ -107,16 +101,6 @@ impl Path {
             [("Content-Type", "application/json"), ("Authorization", auth.as_str()), ("Idempotency-Key", key.as_str())];
         self.edge.deliver(&headers, body)
     }
-}
-
-/// Runs poller passes until one finds nothing (bounded).
-async fn drain<S: LeadSink + Sync, R: ReceiptStore + Sync>(poller: &Poller, handler: &Handler<S, R>) {
-    for _ in 0..50 {
-        if poller.pass(handler).await.unwrap() == Pass::default() {
-            return;
-        }
-    }
-    panic!("the stream did not go quiet");
 }
 
 fn ids(items: &[(String, impl Sized)]) -> Vec<String> {
@@ -160,7 +144,7 @@ async fn the_sender_is_authenticated_and_nothing_is_stored_for_a_wrong_one() {
         let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         assert_eq!(p.edge.deliver(&refs, &body).status, status, "{id}");
     }
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     let expected = ["e2e_basic", "e2e_bearer", "e2e_header", "e2e_sig"];
     assert_eq!(ids(&p.receipts_now()), expected);
     assert_eq!(ids(&p.sqlite_leads()), expected);
@@ -179,7 +163,7 @@ async fn a_lost_response_is_retried_into_a_duplicate_with_one_receipt_and_one_le
     // The sender retries, as Static Forms does on a 5xx.
     let retry = p.send_body("e2e_lost", &body);
     assert_eq!((retry.status, retry.json()["duplicate"].clone()), (200, json!(true)));
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     assert_eq!(p.receipts_now(), [("e2e_lost".to_owned(), "COMPLETED".to_owned())]);
     assert_eq!(p.sqlite_leads(), [("e2e_lost".to_owned(), 1)]);
 }
@@ -225,7 +209,7 @@ async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_
     assert_eq!(statuses.len(), n);
     assert!(statuses.iter().all(|s| *s == 200 || *s == 202), "no 5xx, no 4xx: {statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 201, "one 202 per distinct submission");
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     let distinct: BTreeSet<String> = jobs.iter().map(|(id, _)| id.clone()).collect();
     let receipts = p.receipts_now();
     assert_eq!(receipts.len(), distinct.len());
@@ -242,36 +226,21 @@ async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_
     assert_eq!(leads, distinct.into_iter().collect::<Vec<_>>(), "leads == receipts == distinct submissions");
 }
 
-/// Fails the first `n` receipt updates: a worker that dies after the upsert.
-struct CrashBeforeMark<R> {
-    inner: R,
-    remaining: AtomicUsize,
-}
-
-impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
-    async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
-        if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            return Err(ReceiptStoreError("crash_injected"));
-        }
-        self.inner.mark(key, at, mark, now).await
-    }
-}
-
 #[tokio::test]
 async fn redelivered_records_and_a_crash_before_the_receipt_update_leave_one_lead_each() {
     let p = path().await;
     let path = p.dir.0.join("leads.db").display().to_string();
     let handler = Handler {
         sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
-        receipts: CrashBeforeMark { inner: p.receipts(), remaining: AtomicUsize::new(2) },
+        receipts: CrashBeforeMark::new(p.receipts(), 2),
     };
     for i in 0..4 {
         assert_eq!(p.send(&format!("e2e_re_{i}")).status, 202);
     }
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     // The stream delivers everything again.
     std::fs::remove_file(p.dir.0.join("checkpoint.json")).unwrap();
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     let leads = p.sqlite_leads();
     assert_eq!(ids(&leads), ["e2e_re_0", "e2e_re_1", "e2e_re_2", "e2e_re_3"]);
     assert!(leads.iter().all(|(_, count)| *count >= 2), "every lead was upserted again, not added: {leads:?}");
@@ -306,7 +275,7 @@ async fn a_store_failure_before_the_put_is_never_a_success_and_recovery_gives_ex
         assert_eq!(p.send(&id).status, 202, "{name}: the retry after recovery stores it");
         assert_eq!(p.send(&id).status, 200, "{name}: and a further retry is a duplicate");
     }
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     let expected = ["e2e_fault_5xx", "e2e_fault_down", "e2e_fault_hanging", "e2e_fault_throttled"];
     assert_eq!(ids(&p.receipts_now()), expected);
     assert_eq!(p.sqlite_leads().iter().map(|l| (l.0.as_str(), l.1)).collect::<Vec<_>>(), expected.map(|id| (id, 1)));
@@ -317,7 +286,7 @@ async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
     let p = path().await;
     let handler = p.sqlite_handler().await;
     assert_eq!(p.send("e2e_late").status, 202);
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     // The retention window passes: the receipt's TTL is behind us (DynamoDB deletes it some
     // time later; until then the edge's condition treats it as gone).
     p.store.ok(
@@ -326,7 +295,7 @@ async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
                 "UpdateExpression": "SET expiresAt = :past", "ExpressionAttributeValues": {":past": {"N": "1000"}}}),
     );
     assert_eq!(p.send("e2e_late").status, 202, "a new receipt replaces the expired one");
-    drain(&p.poller(), &handler).await;
+    worker::drain(&p.poller(), &handler).await;
     assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 2)], "the sink's key kept it to one lead");
     assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
 }

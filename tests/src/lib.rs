@@ -16,6 +16,7 @@ pub mod ministack;
 pub mod postgres;
 pub mod proxy;
 pub mod stub_http;
+pub mod worker;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -1,0 +1,69 @@
+//! The stream worker as the tests drive it: a poller on a test's store, passes until quiet,
+//! a crash between the upsert and the receipt update, and the SQLite leads it wrote.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use stream_worker::handler::Handler;
+use stream_worker::poll::{Pass, Poller};
+use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
+use stream_worker::sink::LeadSink;
+
+/// A poller for `table`, keeping its checkpoint at `checkpoint`, retrying failures at once.
+pub fn poller(config: &aws_config::SdkConfig, table: &str, checkpoint: PathBuf) -> Poller {
+    Poller {
+        dynamodb: aws_sdk_dynamodb::Client::new(config),
+        streams: aws_sdk_dynamodbstreams::Client::new(config),
+        table: table.to_owned(),
+        checkpoint,
+        retry_pause: Duration::ZERO,
+    }
+}
+
+/// The real receipt store for `table`.
+pub fn receipts(config: &aws_config::SdkConfig, table: &str) -> DynamoReceipts {
+    DynamoReceipts::new(aws_sdk_dynamodb::Client::new(config), table)
+}
+
+/// Runs passes until one finds nothing to do; panics if the stream never goes quiet.
+pub async fn drain<S: LeadSink + Sync, R: ReceiptStore + Sync>(poller: &Poller, handler: &Handler<S, R>) -> Vec<Pass> {
+    let mut passes = Vec::new();
+    for _ in 0..50 {
+        let pass = poller.pass(handler).await.unwrap();
+        passes.push(pass);
+        if pass == Pass::default() {
+            return passes;
+        }
+    }
+    panic!("the stream did not go quiet: {passes:?}");
+}
+
+/// Fails the first `n` receipt updates, as a worker that crashes after the upsert would.
+pub struct CrashBeforeMark<R> {
+    inner: R,
+    remaining: AtomicUsize,
+}
+
+impl<R> CrashBeforeMark<R> {
+    pub fn new(inner: R, crashes: usize) -> CrashBeforeMark<R> {
+        CrashBeforeMark { inner, remaining: AtomicUsize::new(crashes) }
+    }
+}
+
+impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
+    async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
+        if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(ReceiptStoreError("crash_injected"));
+        }
+        self.inner.mark(key, at, mark, now).await
+    }
+}
+
+/// Leads in a SQLite sink: `(external_id, email, upsert_count)`, by id.
+pub fn sqlite_leads(path: &Path) -> Vec<(String, String, i64)> {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let mut statement =
+        connection.prepare("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id").unwrap();
+    statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
