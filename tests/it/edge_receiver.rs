@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
 use tests::edge::Edge;
-use tests::faults::FaultServer;
 use tests::free_port;
 use tests::http::{Answer, HeaderList};
 use tests::ministack::{AccessKey, Ministack};
+use tests::proxy::{FaultProxy, Mode};
 
 const TABLE: &str = "receipts";
 
@@ -184,22 +184,33 @@ fn a_signature_the_store_rejects_is_never_a_success() {
 #[test]
 fn a_store_that_cannot_prove_durability_gets_503() {
     let key = AccessKey { id: "AKIDEXAMPLE".into(), secret: "secret".into() };
-    let hanging = FaultServer::silent();
-    let failing = FaultServer::canned(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#);
-    let throttling = FaultServer::canned(
-        400,
-        r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#,
-    );
-    let down = format!("http://127.0.0.1:{}", free_port());
-    for (name, endpoint) in [
-        ("down", down),
-        ("hanging", hanging.endpoint()),
-        ("500", failing.endpoint()),
-        ("throttled", throttling.endpoint()),
-    ] {
-        let edge = Edge::start(&bindings(&endpoint, &key, &[("STORE_TIMEOUT_MS", "500")]));
+    // Nothing listens behind the proxy: every mode below answers without forwarding.
+    let proxy = FaultProxy::start(free_port());
+    let misbehaving = Edge::start(&bindings(&proxy.endpoint(), &key, &[("STORE_TIMEOUT_MS", "500")]));
+    let down = Edge::start(&bindings(&format!("http://127.0.0.1:{}", free_port()), &key, &[]));
+    let cases = [
+        ("down", &down, None),
+        ("hanging", &misbehaving, Some(Mode::Hang)),
+        (
+            "500",
+            &misbehaving,
+            Some(Mode::Answer(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into())),
+        ),
+        (
+            "throttled",
+            &misbehaving,
+            Some(Mode::Answer(
+                400,
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}"#.into(),
+            )),
+        ),
+    ];
+    for (name, edge, mode) in cases {
+        if let Some(mode) = mode {
+            proxy.set(mode);
+        }
         for attempt in 0..2 {
-            let answer = deliver(&edge, &headers("sub_fault"), &body("sub_fault"));
+            let answer = deliver(edge, &headers("sub_fault"), &body("sub_fault"));
             assert_eq!(answer.status, 503, "{name} attempt {attempt}: {}", answer.body);
             assert_eq!(answer.header("Retry-After"), Some("5"), "{name}");
             assert_eq!(
@@ -208,7 +219,7 @@ fn a_store_that_cannot_prove_durability_gets_503() {
             );
         }
     }
-    assert!(hanging.hits.load(std::sync::atomic::Ordering::Relaxed) >= 2, "the hanging store was reached");
+    assert_eq!(proxy.accepted.load(std::sync::atomic::Ordering::Relaxed), 6, "the Worker reached the store each time");
 }
 
 #[test]

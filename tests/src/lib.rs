@@ -10,7 +10,6 @@ pub mod aws;
 pub mod crm;
 pub mod delivery;
 pub mod edge;
-pub mod faults;
 pub mod http;
 pub mod ministack;
 pub mod postgres;

@@ -28,6 +28,8 @@ pub struct FaultProxy {
     pub port: u16,
     mode: Arc<Mutex<Mode>>,
     stop: Arc<AtomicBool>,
+    /// Connections the proxy accepted (whatever it did with them).
+    pub accepted: Arc<AtomicUsize>,
     /// Requests that reached the real store.
     pub forwarded: Arc<AtomicUsize>,
 }
@@ -40,8 +42,9 @@ impl FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let mode = Arc::new(Mutex::new(Mode::PassThrough));
         let stop = Arc::new(AtomicBool::new(false));
-        let forwarded = Arc::new(AtomicUsize::new(0));
-        let (mode_in, stop_in, forwarded_in) = (Arc::clone(&mode), Arc::clone(&stop), Arc::clone(&forwarded));
+        let (accepted, forwarded) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (mode_in, stop_in) = (Arc::clone(&mode), Arc::clone(&stop));
+        let (accepted_in, forwarded_in) = (Arc::clone(&accepted), Arc::clone(&forwarded));
         std::thread::spawn(move || {
             let mut held = Vec::new();
             while !stop_in.load(Ordering::Relaxed) {
@@ -49,6 +52,7 @@ impl FaultProxy {
                     std::thread::sleep(Duration::from_millis(2));
                     continue;
                 };
+                accepted_in.fetch_add(1, Ordering::Relaxed);
                 let current = {
                     let mut mode = mode_in.lock().unwrap();
                     let current = mode.clone();
@@ -70,7 +74,7 @@ impl FaultProxy {
                 }
             }
         });
-        FaultProxy { port, mode, stop, forwarded }
+        FaultProxy { port, mode, stop, accepted, forwarded }
     }
 
     pub fn set(&self, mode: Mode) {
