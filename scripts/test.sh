@@ -37,7 +37,9 @@ step "bundle the Worker for upload, offline (wrangler deploy --dry-run)"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
   node_modules/.bin/wrangler deploy --dry-run --outdir target/wrangler-dry-run 2>&1 | tee "$out/bundle.log" | { grep -v '^\[custom build\]' || true; }
 
-step "native tests (unit, property, integration against workerd + ministack)"
+step "native tests (unit, property, integration against workerd, ministack, PostgreSQL)"
+# The Lambda-mode test runs the stream worker's binary.
+cargo build -p stream-worker
 cargo test --workspace 2>&1 | tee "$out/native.log"
 
 step "browser tests (headless Chromium)"

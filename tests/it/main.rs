@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used)]
 
 mod edge_receiver;
+mod lambda_mode;
 mod stream_worker;
 mod whole_path;

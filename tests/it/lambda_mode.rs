@@ -1,0 +1,93 @@
+//! The stream worker binary in Lambda mode, against a stand-in of the Lambda Runtime API
+//! (the documented `/2018-06-01/runtime/invocation/...` calls): it takes a DynamoDB stream
+//! event, writes the lead, marks the receipt, and posts `batchItemFailures` back.
+
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tests::aws::put_item;
+use tests::ministack::{Ministack, TempDir};
+use tests::stub_http::{StubResponse, StubServer};
+use tests::{repo_root, wait_until, worker};
+
+const TABLE: &str = "receipts";
+
+#[test]
+fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
+    let binary = repo_root().join("target/debug/stream-worker");
+    assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first (make test does)", binary.display());
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("lambda");
+    let dir = TempDir::new("lambda");
+
+    // The event: a real-shaped stream event whose new image is a receipt that is in the table.
+    let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let image = event["Records"][0]["dynamodb"]["NewImage"].to_string();
+    let item = shared::dynamo::item_from_wire(&shared::json::parse(image.as_bytes()).unwrap()).unwrap();
+    put_item(&store, TABLE, &item);
+
+    let responses: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let seen = Arc::clone(&responses);
+    let served = Arc::new(Mutex::new(false));
+    let runtime = StubServer::start(move |request| {
+        if request.path == "/2018-06-01/runtime/invocation/next" {
+            let mut served = served.lock().unwrap();
+            if *served {
+                // One invocation is all this test needs; an error ends the runtime's loop.
+                return StubResponse::json(500, json!({"errorType": "TestOver"}));
+            }
+            *served = true;
+            let deadline =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 60_000;
+            let mut response = StubResponse::json(200, event.clone());
+            response.headers = vec![
+                ("Lambda-Runtime-Aws-Request-Id".into(), "invocation-1".into()),
+                ("Lambda-Runtime-Deadline-Ms".into(), deadline.to_string()),
+                (
+                    "Lambda-Runtime-Invoked-Function-Arn".into(),
+                    "arn:aws:lambda:us-east-1:123456789012:function:stream-worker".into(),
+                ),
+                ("Lambda-Runtime-Trace-Id".into(), "Root=1-00000000-000000000000000000000000".into()),
+            ];
+            return response;
+        }
+        seen.lock().unwrap().push((request.path.clone(), serde_json::from_slice(&request.body).unwrap_or(Value::Null)));
+        StubResponse::json(202, json!({"status": "OK"}))
+    });
+
+    let leads = dir.0.join("leads.db");
+    let mut child = Command::new(&binary)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{}", runtime.port))
+        .env("AWS_LAMBDA_FUNCTION_NAME", "stream-worker")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
+        .env("AWS_ACCESS_KEY_ID", &key.id)
+        .env("AWS_SECRET_ACCESS_KEY", &key.secret)
+        .env("RECEIPTS_TABLE", TABLE)
+        .env("LEAD_SINK", format!("sqlite://{}", leads.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the invocation's response", 30, || !responses.lock().unwrap().is_empty());
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&output.stdout);
+
+    let responses = responses.lock().unwrap();
+    assert_eq!(responses[0].0, "/2018-06-01/runtime/invocation/invocation-1/response", "{responses:?}");
+    assert_eq!(responses[0].1["batchItemFailures"], json!([]));
+    assert_eq!(worker::sqlite_leads(&leads), [("sub_1".to_owned(), "ada@example.com".to_owned(), 1)]);
+    let receipt = store.get(TABLE, "staticforms:form.submitted:sub_1").unwrap();
+    assert_eq!(receipt["status"]["S"], "COMPLETED");
+    assert!(logs.contains(r#""submissionId":"sub_1","action":"apply","outcome":"completed""#), "{logs}");
+    assert!(!logs.contains("ada@example.com"), "no form contents in the logs");
+}
