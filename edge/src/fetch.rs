@@ -3,7 +3,7 @@
 use shared::decision::{Outcome, Response as Decision};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
-use shared::receive::{receive, route, Delivery, Route, Step};
+use shared::receive::{declared_too_large, receive, route, Delivery, Route, Step};
 use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
 
 use crate::config::Config;
@@ -43,9 +43,8 @@ async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u
         Ok(config) => config,
         Err(error) => return (Outcome::ConfigInvalid(error.variable), None),
     };
-    // Refuse a declared oversize body before reading it.
-    let declared = request.headers().get("content-length").ok().flatten().and_then(|n| n.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > config.policy.max_body_bytes) {
+    let declared = request.headers().get("content-length").ok().flatten();
+    if declared_too_large(&config.policy, declared.as_deref()) {
         return (Outcome::PayloadTooLarge, None);
     }
     let Ok(body) = request.bytes().await else { return (Outcome::BodyUnreadable, None) };

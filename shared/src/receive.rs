@@ -118,6 +118,12 @@ pub fn is_json_media_type(content_type: Option<&str>) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
+/// True if the declared `Content-Length` already exceeds the limit: the shell can answer 413
+/// without reading the body. [`receive`] checks the body itself in any case.
+pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool {
+    content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n > policy.max_body_bytes)
+}
+
 /// Runs every check on a `POST /webhooks/staticforms` delivery, in order: size, media type,
 /// authentication, envelope, idempotency key. Nothing is written unless all pass.
 pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {

@@ -55,6 +55,15 @@ fn routes() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn declared_lengths() {
+    let p = policy();
+    assert!(declared_too_large(&p, Some("1025")));
+    assert!(!declared_too_large(&p, Some("1024")));
+    assert!(!declared_too_large(&p, Some("x")));
+    assert!(!declared_too_large(&p, None));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn media_types() {
     assert!(is_json_media_type(Some("application/json")));
     assert!(is_json_media_type(Some("Application/JSON; charset=utf-8")));
