@@ -1,10 +1,14 @@
 //! A private PostgreSQL server per test: `initdb` in a folder of the test's own, listening on
 //! 127.0.0.1 and an ephemeral port, run as the `postgres` user (the server refuses root).
+//!
+//! The folder is under `/tmp`, not the checkout: the `postgres` user must be able to reach it,
+//! and a checkout may sit below a folder only root can enter.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::ministack::TempDir;
+use std::os::unix::fs::PermissionsExt;
+
 use crate::{free_port, wait_until};
 
 /// A running server, stopped by `pg_ctl stop` (its PID file) on drop.
@@ -12,7 +16,7 @@ pub struct Postgres {
     pub port: u16,
     bin: PathBuf,
     data: PathBuf,
-    _dir: TempDir,
+    dir: PathBuf,
 }
 
 /// The folder with `initdb` and `pg_ctl` (Debian puts them under /usr/lib/postgresql/<major>/bin).
@@ -28,19 +32,31 @@ fn bin_dir() -> PathBuf {
 
 fn as_postgres(program: &std::path::Path) -> Command {
     let mut command = Command::new("runuser");
-    command.args(["-u", "postgres", "--"]).arg(program);
+    command.args(["-u", "postgres", "--"]).arg(program).current_dir("/");
     command
+}
+
+/// A new folder for one server, owned by `postgres`, under a base anyone may traverse.
+fn server_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = PathBuf::from("/tmp/webhook-receiver-it");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = base.join(format!("postgres-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sockets")).unwrap();
+    let status = Command::new("chown").arg("-R").arg("postgres:postgres").arg(&dir).status().unwrap();
+    assert!(status.success(), "chown of {} failed", dir.display());
+    dir
 }
 
 impl Postgres {
     pub fn start() -> Postgres {
         let bin = bin_dir();
-        let dir = TempDir::new("postgres");
-        let data = dir.0.join("data");
-        let sockets = dir.0.join("sockets");
-        std::fs::create_dir_all(&sockets).unwrap();
-        let status = Command::new("chown").arg("-R").arg("postgres:postgres").arg(&dir.0).status().unwrap();
-        assert!(status.success(), "chown of the data folder failed");
+        let dir = server_dir();
+        let data = dir.join("data");
+        let sockets = dir.join("sockets");
         let output = as_postgres(&bin.join("initdb"))
             .args(["-A", "trust", "-U", "postgres", "--no-sync", "-D"])
             .arg(&data)
@@ -53,12 +69,12 @@ impl Postgres {
             .arg("-D")
             .arg(&data)
             .args(["-o", &options, "-l"])
-            .arg(dir.0.join("server.log"))
+            .arg(dir.join("server.log"))
             .args(["-w", "start"])
             .output()
             .unwrap();
         assert!(output.status.success(), "pg_ctl start failed: {}", String::from_utf8_lossy(&output.stdout));
-        let server = Postgres { port, bin, data, _dir: dir };
+        let server = Postgres { port, bin, data, dir };
         wait_until("postgres", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
         server
     }
@@ -76,5 +92,6 @@ impl Drop for Postgres {
             .arg(&self.data)
             .args(["-m", "immediate", "-w", "stop"])
             .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
