@@ -1,5 +1,9 @@
 //! The `#[event(fetch)]` handler: collect the request, let the core decide, store, render, log.
 
+use core::future::poll_fn;
+use core::pin::Pin;
+
+use futures_core::Stream;
 use shared::decision::{Outcome, Response as Decision};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
@@ -47,7 +51,11 @@ async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u
     if declared_too_large(&config.policy, declared.as_deref()) {
         return (Outcome::PayloadTooLarge, None);
     }
-    let Ok(body) = request.bytes().await else { return (Outcome::BodyUnreadable, None) };
+    let body = match read_body(&mut request, config.policy.max_body_bytes).await {
+        Ok(Some(body)) => body,
+        Ok(None) => return (Outcome::PayloadTooLarge, None),
+        Err(()) => return (Outcome::BodyUnreadable, None),
+    };
     let headers = CoreHeaders::new(request.headers().entries());
     let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
     match receive(&config.policy, &delivery) {
@@ -57,6 +65,26 @@ async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u
             (pending.finish(answer), Some(pending.submission_id))
         }
     }
+}
+
+/// Reads the body, but no more than `limit` bytes: `Ok(None)` as soon as it is longer, so a
+/// chunked body without `Content-Length` cannot make the Worker buffer more than that.
+async fn read_body(request: &mut Request, limit: usize) -> core::result::Result<Option<Vec<u8>>, ()> {
+    let mut stream = match request.stream() {
+        Ok(stream) => stream,
+        // A POST without a body is an empty body; the envelope check refuses it.
+        Err(_) if request.inner().body().is_none() => return Ok(Some(Vec::new())),
+        Err(_) => return Err(()),
+    };
+    let mut body = Vec::new();
+    while let Some(chunk) = poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        let chunk = chunk.map_err(|_| ())?;
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 /// A `[vars]` value or secret as a string; `None` when unset.

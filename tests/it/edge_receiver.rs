@@ -242,7 +242,7 @@ fn an_expired_receipt_does_not_block_a_new_delivery() {
 }
 
 #[test]
-fn requests_that_are_not_deliveries() {
+fn requests_that_are_not_deliveries_and_chunked_bodies() {
     let s = stack();
     let h = headers("sub_shape");
     let big = vec![b' '; 262_145];
@@ -275,7 +275,14 @@ fn requests_that_are_not_deliveries() {
         assert_eq!((answer.status, answer.json()["code"].clone()), (status, json!(code)), "{method} {path}");
         assert_eq!(answer.header("Content-Type"), Some("application/json"));
     }
-    assert!(s.store.scan(TABLE).is_empty());
+    // Without a Content-Length (chunked), too large is still 413 and a small delivery is read whole.
+    let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let url = format!("{}/webhooks/staticforms", s.edge.url);
+    let chunked = tests::http::send_chunked("POST", &url, &refs, &vec![b' '; 300_000]).unwrap();
+    assert_eq!((chunked.status, chunked.json()["code"].clone()), (413, json!("payload_too_large")));
+    let small = tests::http::send_chunked("POST", &url, &refs, &body("sub_shape")).unwrap();
+    assert_eq!(small.status, 202, "a chunked delivery under the limit is read whole: {}", small.body);
+    assert_eq!(s.store.scan(TABLE).len(), 1);
 }
 
 #[test]

@@ -25,14 +25,27 @@ impl Answer {
     }
 }
 
-/// Sends a request; `None` when the connection itself failed.
+/// Sends a request with a `Content-Length`; `None` when the connection itself failed.
 pub fn send(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Answer> {
+    answer(request(method, url, headers).send_bytes(body))
+}
+
+/// Sends the body with chunked transfer encoding (no `Content-Length`).
+pub fn send_chunked(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Answer> {
+    answer(request(method, url, headers).send(body))
+}
+
+fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> ureq::Request {
     let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
     let mut request = agent.request(method, url);
     for (name, value) in headers {
         request = request.set(name, value);
     }
-    let response = match request.send_bytes(body) {
+    request
+}
+
+fn answer(result: Result<ureq::Response, ureq::Error>) -> Option<Answer> {
+    let response = match result {
         Ok(response) => response,
         Err(ureq::Error::Status(_, response)) => response,
         Err(ureq::Error::Transport(_)) => return None,
