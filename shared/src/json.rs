@@ -62,13 +62,6 @@ impl Number {
         (len == text.len()).then(|| Number(String::from(text)))
     }
 
-    /// A number from an unsigned integer.
-    pub fn from_u64(n: u64) -> Number {
-        let mut s = String::new();
-        let _ = write!(s, "{n}");
-        Number(s)
-    }
-
     /// A number from a signed integer.
     pub fn from_i64(n: i64) -> Number {
         let mut s = String::new();
@@ -463,7 +456,7 @@ mod tests {
         assert_eq!(Number::parse("-12.5e+3").map(|n| n.as_str().to_string()), Some("-12.5e+3".into()));
         assert_eq!(Number::parse("12 "), None);
         assert_eq!(Number::parse(".5"), None);
-        assert_eq!(Number::from_u64(u64::MAX).as_str(), "18446744073709551615");
+        assert_eq!(Number::from_i64(i64::MIN).as_str(), "-9223372036854775808");
     }
 }
 

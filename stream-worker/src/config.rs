@@ -106,11 +106,16 @@ impl Config {
     }
 }
 
-/// `https://...`, or `http://` to a loopback address (local stand-ins and tests only).
+/// `https://...`, or `http://` to a loopback host (local stand-ins and tests only): the host
+/// itself, not a prefix of it, so `http://127.0.0.1.example.com` is refused.
 fn is_http_url(text: &str) -> bool {
-    let rest = text
-        .strip_prefix("https://")
-        .or_else(|| text.strip_prefix("http://").filter(|r| r.starts_with("127.0.0.1") || r.starts_with("localhost")));
+    let rest = text.strip_prefix("https://").or_else(|| {
+        text.strip_prefix("http://").filter(|r| {
+            let authority = r.split('/').next().unwrap_or_default();
+            let host = authority.rsplit_once(':').map_or(authority, |(host, _)| host);
+            matches!(host, "127.0.0.1" | "localhost")
+        })
+    });
     rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
 }
 
@@ -174,6 +179,11 @@ mod tests {
         assert_eq!(sink(&[("LEAD_SINK", "mysql://x")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "sqlite://")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "http://crm.example.com")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(sink(&[("LEAD_SINK", "http://127.0.0.1.example.com/x")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(
+            sink(&[("LEAD_SINK", "http://localhost:9/leads")]),
+            Ok(SinkConfig::Webhook { url: "http://localhost:9/leads".into() })
+        );
         assert_eq!(sink(&[("LEAD_SINK", "hubspot")]).map_err(|e| e.0), Err("HUBSPOT_TOKEN"));
         assert_eq!(
             sink(&[("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "t"), ("HUBSPOT_BASE_URL", "ftp://x")]).map_err(|e| e.0),

@@ -69,7 +69,14 @@ impl Poller {
     {
         let mut stop = std::pin::pin!(stop);
         loop {
-            let pass = self.pass(handler).await?;
+            // A store that is briefly unreachable must not end the poller: say so and try again.
+            let pass = match self.pass(handler).await {
+                Ok(pass) => pass,
+                Err(error) => {
+                    eprintln!("stream-worker: reading the stream failed, retrying: {error:#}");
+                    Pass { processed: 0, failed_batches: 1 }
+                }
+            };
             let pause = if pass.failed_batches > 0 {
                 self.retry_pause
             } else if pass.processed == 0 {
@@ -94,7 +101,7 @@ impl Poller {
         let mut checkpoint = self.load_checkpoint(&stream_arn);
         let shards = self.shards(&stream_arn).await?;
         let mut pass = Pass::default();
-        for (shard_id, _parent) in in_lineage_order(&shards) {
+        for shard_id in in_lineage_order(&shards) {
             let state = checkpoint.shards.get(&shard_id).cloned().unwrap_or_default();
             if state.done {
                 continue;
@@ -241,24 +248,23 @@ impl Poller {
     }
 }
 
-/// Shards ordered so that each comes after its parent (when the parent is still listed).
-fn in_lineage_order(shards: &[(String, Option<String>)]) -> Vec<(String, Option<String>)> {
-    let mut ordered: Vec<(String, Option<String>)> = Vec::with_capacity(shards.len());
+/// Shard IDs ordered so that each comes after its parent (when the parent is still listed).
+fn in_lineage_order(shards: &[(String, Option<String>)]) -> Vec<String> {
+    let mut ordered: Vec<String> = Vec::with_capacity(shards.len());
     let mut pending: Vec<&(String, Option<String>)> = shards.iter().collect();
     while !pending.is_empty() {
         let before = pending.len();
         pending.retain(|(id, parent)| {
-            let parent_ready = parent.as_ref().is_none_or(|p| {
-                ordered.iter().any(|(done, _)| done == p) || !shards.iter().any(|(listed, _)| listed == p)
-            });
+            let parent_ready =
+                parent.as_ref().is_none_or(|p| ordered.contains(p) || !shards.iter().any(|(listed, _)| listed == p));
             if parent_ready {
-                ordered.push((id.clone(), parent.clone()));
+                ordered.push(id.clone());
             }
             !parent_ready
         });
         if pending.len() == before {
             // A cycle cannot happen in a real stream; take the rest as listed.
-            ordered.extend(pending.drain(..).cloned());
+            ordered.extend(pending.drain(..).map(|(id, _)| id.clone()));
         }
     }
     ordered
@@ -310,7 +316,6 @@ mod tests {
     fn parents_come_before_children() {
         let shard = |id: &str, parent: Option<&str>| (id.to_owned(), parent.map(str::to_owned));
         let listed = vec![shard("c2", Some("b")), shard("b", Some("a")), shard("a", None), shard("x", Some("trimmed"))];
-        let order: Vec<String> = in_lineage_order(&listed).into_iter().map(|(id, _)| id).collect();
-        assert_eq!(order, ["a", "x", "b", "c2"]);
+        assert_eq!(in_lineage_order(&listed), ["a", "x", "b", "c2"]);
     }
 }

@@ -56,10 +56,11 @@ impl DynamoReceipts {
 impl ReceiptStore for DynamoReceipts {
     async fn mark(&self, key: &str, received_at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
-        let (status, mut expression) = match mark {
-            Mark::Completed => (ReceiptStatus::Completed, String::from("SET #status = :status, completedAt = :now")),
-            Mark::Failed(_) => (ReceiptStatus::Failed, String::from("SET #status = :status, completedAt = :now")),
+        let status = match mark {
+            Mark::Completed => ReceiptStatus::Completed,
+            Mark::Failed(_) => ReceiptStatus::Failed,
         };
+        let mut expression = String::from("SET #status = :status, completedAt = :now");
         let mut update = self
             .client
             .update_item()

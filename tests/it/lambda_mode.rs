@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tests::aws::put_item;
-use tests::ministack::{Ministack, TempDir};
+use tests::ministack::Ministack;
 use tests::stub_http::{StubResponse, StubServer};
+use tests::TempDir;
 use tests::{repo_root, wait_until, worker};
 
 const TABLE: &str = "receipts";

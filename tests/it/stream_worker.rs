@@ -14,9 +14,10 @@ use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::delivery;
-use tests::ministack::{AccessKey, Ministack, TempDir};
+use tests::ministack::{AccessKey, Ministack};
 use tests::postgres::Postgres;
 use tests::worker::{self, CrashBeforeMark};
+use tests::TempDir;
 
 const TABLE: &str = "receipts";
 

@@ -15,10 +15,11 @@ use tests::aws::sdk_config;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
 use tests::edge::Edge;
 use tests::http::{Answer, HeaderList};
-use tests::ministack::{AccessKey, Ministack, TempDir};
+use tests::ministack::{AccessKey, Ministack};
 use tests::postgres::Postgres;
 use tests::proxy::{FaultProxy, Mode};
 use tests::worker::{self, CrashBeforeMark};
+use tests::TempDir;
 
 const TABLE: &str = "receipts";
 

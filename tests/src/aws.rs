@@ -1,7 +1,6 @@
 //! AWS SDK clients pointed at a test's ministack, with receipts written the way the edge does.
 
 use aws_credential_types::Credentials;
-use aws_sdk_dynamodb::types::AttributeValue;
 use shared::dynamo::{item_to_wire, Item};
 use shared::envelope::parse_envelope;
 use shared::key::expected_key;
@@ -30,9 +29,4 @@ pub fn receipt(body: &[u8], now_millis: u64) -> Receipt {
 pub fn put_item(store: &Ministack, table: &str, item: &Item) {
     let wire: serde_json::Value = serde_json::from_str(&item_to_wire(item).to_text()).unwrap();
     store.ok("DynamoDB_20120810.PutItem", &serde_json::json!({"TableName": table, "Item": wire}));
-}
-
-/// An SDK string attribute.
-pub fn s(value: &str) -> AttributeValue {
-    AttributeValue::S(value.to_owned())
 }

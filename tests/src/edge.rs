@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::http::{send, Answer};
-use crate::ministack::TempDir;
 use crate::repo_root;
+use crate::TempDir;
 
 /// A running Worker, stopped by PID on drop.
 pub struct Edge {

@@ -41,3 +41,23 @@ pub fn wait_until(what: &str, seconds: u64, mut ready: impl FnMut() -> bool) {
     }
     panic!("{what} was not ready within {seconds} s");
 }
+
+/// A private folder under `target/`, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = repo_root().join("target/it-tmp").join(format!("{prefix}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

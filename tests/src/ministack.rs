@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::http::{send, Answer};
-use crate::{free_port, repo_root, wait_until};
+use crate::{free_port, repo_root, wait_until, TempDir};
 
 /// A running ministack, stopped by PID on drop.
 pub struct Ministack {
@@ -166,24 +166,4 @@ fn url_encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// A private folder under `target/`, removed on drop.
-pub struct TempDir(pub std::path::PathBuf);
-
-impl TempDir {
-    pub fn new(prefix: &str) -> TempDir {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = repo_root().join("target/it-tmp").join(format!("{prefix}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -5,16 +5,26 @@ use std::sync::Mutex;
 
 use super::*;
 
-/// A sink that records upserts and fails on the ids it is told to.
+/// A sink that records upserts and attempts, and fails on the ids it is told to, the given
+/// number of times.
 #[derive(Default)]
 struct MemorySink {
     upserts: Mutex<Vec<String>>,
-    fail: Mutex<BTreeMap<String, SinkError>>,
+    attempts: Mutex<usize>,
+    fail: Mutex<BTreeMap<String, (SinkError, usize)>>,
+}
+
+impl MemorySink {
+    fn fail(&self, id: &str, error: SinkError, times: usize) {
+        self.fail.lock().unwrap().insert(id.into(), (error, times));
+    }
 }
 
 impl LeadSink for MemorySink {
     async fn upsert(&self, lead: &shared::lead::Lead, _key: &str) -> Result<(), SinkError> {
-        if let Some(error) = self.fail.lock().unwrap().get(&lead.external_id) {
+        *self.attempts.lock().unwrap() += 1;
+        if let Some((error, times)) = self.fail.lock().unwrap().get_mut(&lead.external_id).filter(|(_, t)| *t > 0) {
+            *times -= 1;
             return Err(*error);
         }
         self.upserts.lock().unwrap().push(lead.external_id.clone());
@@ -124,12 +134,7 @@ async fn the_batch_stops_at_the_first_retryable_failure() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
-    handler
-        .sink
-        .fail
-        .lock()
-        .unwrap()
-        .insert("sub_3".into(), SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+    handler.sink.fail("sub_3", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
     let response = handler.handle(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000203"]);
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2"]);
@@ -140,10 +145,22 @@ async fn the_batch_stops_at_the_first_retryable_failure() {
 async fn a_short_retry_after_is_waited_out_in_place() {
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
     let busy = SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_millis(0)) };
-    handler.sink.fail.lock().unwrap().insert("sub_1".into(), busy);
+    // Busy once: waited out in place, the second attempt succeeds, nothing is reported.
+    handler.sink.fail("sub_1", busy, 1);
+    assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
+    assert_eq!(*handler.sink.attempts.lock().unwrap(), 2);
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
     // Always busy: MAX_ATTEMPTS tries, then the record is reported.
+    *handler.sink.attempts.lock().unwrap() = 0;
+    handler.sink.fail("sub_1", busy, usize::MAX);
     let response = handler.handle(event("insert.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000101"]);
+    assert_eq!(*handler.sink.attempts.lock().unwrap(), MAX_ATTEMPTS as usize);
+    // Busy without a Retry-After: no waiting in place, one attempt, reported at once.
+    *handler.sink.attempts.lock().unwrap() = 0;
+    handler.sink.fail("sub_1", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
+    assert_eq!(failures(&handler.handle(event("insert.json"), None).await), ["000000000000000000101"]);
+    assert_eq!(*handler.sink.attempts.lock().unwrap(), 1);
     // A wait that does not fit before the deadline is not attempted.
     assert_eq!(wait_allowed(Some(Duration::from_secs(60)), Some(Instant::now() + Duration::from_secs(10))), None);
     assert_eq!(
@@ -170,7 +187,7 @@ async fn poison_is_marked_failed_and_the_batch_goes_on() {
 #[tokio::test]
 async fn a_lead_the_sink_refuses_is_marked_failed() {
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
-    handler.sink.fail.lock().unwrap().insert("sub_1".into(), SinkError::Permanent { reason: "sink_rejected" });
+    handler.sink.fail("sub_1", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(handler.receipts.status("sub_1"), Some(("FAILED", Some("sink_rejected".into()))));
 }

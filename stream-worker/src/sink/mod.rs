@@ -42,17 +42,16 @@ pub enum Sink {
 impl Sink {
     /// Connects to the configured sink (for SQL: opens it and creates the schema).
     pub async fn connect(config: &SinkConfig) -> anyhow::Result<Sink> {
-        let client = http::client()?;
         Ok(match config {
             SinkConfig::Sqlite { path } => Sink::Sql(sql::SqlSink::sqlite(path)?),
             SinkConfig::Postgres { url } => Sink::Sql(sql::SqlSink::postgres(url).await?),
             SinkConfig::HubSpot { token, base_url, id_property } => {
-                Sink::HubSpot(hubspot::HubSpot::new(client, base_url, token, id_property))
+                Sink::HubSpot(hubspot::HubSpot::new(http::client()?, base_url, token, id_property))
             }
             SinkConfig::Salesforce { instance_url, token, api_version, external_id_field } => Sink::Salesforce(
-                salesforce::Salesforce::new(client, instance_url, token, api_version, external_id_field),
+                salesforce::Salesforce::new(http::client()?, instance_url, token, api_version, external_id_field),
             ),
-            SinkConfig::Webhook { url } => Sink::Webhook(webhook::Webhook::new(client, url)),
+            SinkConfig::Webhook { url } => Sink::Webhook(webhook::Webhook::new(http::client()?, url)),
         })
     }
 }
