@@ -100,6 +100,28 @@ impl AuthPolicy {
             || !self.signing_secrets.is_empty()
     }
 
+    /// The `WWW-Authenticate` value of a 401 (RFC 9110, section 11.6.1): one challenge per
+    /// configured method, so a sender's operator can see what this receiver expects. Bearer and
+    /// Basic are registered schemes; the custom header and Standard Webhooks signatures have
+    /// none, so they are named by schemes of this receiver's own (`Header`, `Webhook-Signature`),
+    /// which say how to authenticate and never which header value or secret is accepted.
+    pub fn challenge(&self) -> String {
+        let mut challenges: Vec<&str> = Vec::new();
+        if !self.bearer_tokens.is_empty() {
+            challenges.push("Bearer realm=\"webhooks\"");
+        }
+        if !self.basic_credentials.is_empty() {
+            challenges.push("Basic realm=\"webhooks\", charset=\"UTF-8\"");
+        }
+        if self.header.as_ref().is_some_and(|h| !h.values.is_empty()) {
+            challenges.push("Header realm=\"webhooks\"");
+        }
+        if !self.signing_secrets.is_empty() {
+            challenges.push("Webhook-Signature realm=\"webhooks\"");
+        }
+        challenges.join(", ")
+    }
+
     /// Authenticates a request from its headers, raw body and the current time.
     ///
     /// Every configured method looks at the request; the first that accepts wins. When none

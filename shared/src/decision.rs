@@ -1,7 +1,9 @@
 //! The decision table: every outcome of a request, its HTTP status, stable code and body.
 //!
 //! One total `match`, no wildcard: adding an outcome does not compile until it has a row.
-//! Bodies are JSON with `code` and a human `message`; 5xx bodies never carry internal text.
+//! Bodies are JSON with `code` and a human `message`; 5xx bodies never carry internal text
+//! (the one addition: `/healthz`'s 503 names the configuration variable at fault, never its
+//! value, so a deploy can be checked).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -28,14 +30,17 @@ pub enum Outcome {
     MethodNotAllowed(&'static str),
     /// The body is not `application/json`.
     UnsupportedMediaType,
-    /// The body is larger than the configured limit.
-    PayloadTooLarge,
+    /// The body, or the receipt it would become, is larger than this receiver stores.
+    PayloadTooLarge(TooLarge),
     /// The body could not be read (the client went away mid-body).
     BodyUnreadable,
     /// The receiver's configuration is broken; the value names what is wrong, for the log.
     ConfigInvalid(&'static str),
-    /// The sender is not authenticated.
-    Unauthenticated(AuthError),
+    /// `GET /healthz` while the configuration would refuse every delivery.
+    Unhealthy(HealthProblem),
+    /// The sender is not authenticated; the text is the `WWW-Authenticate` challenge naming the
+    /// configured methods ([`crate::auth::AuthPolicy::challenge`]).
+    Unauthenticated(AuthError, String),
     /// No authentication method is configured, so nothing is accepted.
     AuthNotConfigured,
     /// The body is not a valid envelope.
@@ -52,6 +57,35 @@ pub enum Outcome {
     StoreUnavailable(RetryableStoreError),
     /// The store refused the request in a way only a configuration change fixes.
     StoreMisconfigured(PermanentStoreError),
+}
+
+/// What is too large for a 413.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TooLarge {
+    /// The body is over `MAX_BODY_BYTES`.
+    Body,
+    /// The receipt item would be over DynamoDB's item size (the body is within the limit, but
+    /// with the receipt's other attributes it would not fit): it could never be stored.
+    Item,
+}
+
+impl TooLarge {
+    /// The `reason` in the 413 body.
+    pub fn reason(self) -> &'static str {
+        match self {
+            TooLarge::Body => "body_too_large",
+            TooLarge::Item => "item_too_large",
+        }
+    }
+}
+
+/// Why `/healthz` answers 503: deliveries would be refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HealthProblem {
+    /// This configuration variable is missing or malformed (its name, never its value).
+    ConfigInvalid(&'static str),
+    /// No sender authentication method is configured.
+    AuthNotConfigured,
 }
 
 /// What a 2xx tells the sender about its receipt.
@@ -83,7 +117,10 @@ impl Outcome {
     pub fn reason(&self) -> Option<&'static str> {
         match self {
             Outcome::ConfigInvalid(what) => Some(what),
-            Outcome::Unauthenticated(e) => Some(e.reason()),
+            Outcome::Unhealthy(HealthProblem::ConfigInvalid(what)) => Some(what),
+            Outcome::Unhealthy(HealthProblem::AuthNotConfigured) => Some("auth_not_configured"),
+            Outcome::PayloadTooLarge(what) => Some(what.reason()),
+            Outcome::Unauthenticated(e, _) => Some(e.reason()),
             Outcome::InvalidEnvelope(e) => Some(e.reason()),
             Outcome::InvalidKey(e) => Some(e.reason()),
             Outcome::StoreUnavailable(e) => Some(crate::store::StoreError::Retryable(*e).reason()),
@@ -104,12 +141,35 @@ impl Outcome {
             Outcome::UnsupportedMediaType => {
                 (415, "unsupported_media_type", "the body must be application/json", X::Nothing)
             }
-            Outcome::PayloadTooLarge => {
-                (413, "payload_too_large", "the body is larger than this receiver accepts", X::Nothing)
-            }
+            Outcome::PayloadTooLarge(TooLarge::Body) => (
+                413,
+                "payload_too_large",
+                "the body is larger than this receiver accepts",
+                X::Reason(TooLarge::Body.reason()),
+            ),
+            Outcome::PayloadTooLarge(TooLarge::Item) => (
+                413,
+                "payload_too_large",
+                "the receipt for this body would be larger than the store accepts",
+                X::Reason(TooLarge::Item.reason()),
+            ),
             Outcome::BodyUnreadable => (400, "body_unreadable", "the body could not be read", X::Nothing),
             Outcome::ConfigInvalid(_) => (500, "config_invalid", "the receiver is misconfigured", X::Nothing),
-            Outcome::Unauthenticated(_) => (401, "unauthenticated", "the sender is not authenticated", X::Nothing),
+            Outcome::Unhealthy(HealthProblem::ConfigInvalid(variable)) => (
+                503,
+                "config_invalid",
+                "the receiver is misconfigured and would refuse deliveries",
+                X::Variable(variable),
+            ),
+            Outcome::Unhealthy(HealthProblem::AuthNotConfigured) => (
+                503,
+                "auth_not_configured",
+                "the receiver has no sender authentication configured and would refuse deliveries",
+                X::Nothing,
+            ),
+            Outcome::Unauthenticated(_, challenge) => {
+                (401, "unauthenticated", "the sender is not authenticated", X::Challenge(challenge))
+            }
             Outcome::AuthNotConfigured => {
                 (500, "auth_not_configured", "the receiver has no sender authentication configured", X::Nothing)
             }
@@ -151,6 +211,11 @@ impl Outcome {
             X::Nothing => {}
             X::Allow(allow) => headers.push(("Allow", String::from(allow))),
             X::RetryAfter => headers.push(("Retry-After", alloc::format!("{RETRY_AFTER_SECS}"))),
+            X::Challenge(challenge) => headers.push(("WWW-Authenticate", challenge.clone())),
+            X::Variable(variable) => {
+                body.push_str(",\"variable\":");
+                write_string(variable, &mut body);
+            }
             X::Reason(reason) => {
                 body.push_str(",\"reason\":");
                 write_string(reason, &mut body);
@@ -174,6 +239,10 @@ enum Extra<'a> {
     Allow(&'a str),
     /// The `Retry-After` header.
     RetryAfter,
+    /// The `WWW-Authenticate` header.
+    Challenge(&'a String),
+    /// A `variable` field naming a configuration variable (never its value).
+    Variable(&'static str),
     /// A stable `reason` field naming the failed check.
     Reason(&'static str),
     /// The receipt's summary, and whether it is a duplicate.

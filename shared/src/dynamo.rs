@@ -150,6 +150,36 @@ pub fn item_from_wire(wire: &Json) -> Result<Item, DynamoJsonError> {
     map.iter().map(|(k, v)| Ok((k.clone(), AttributeValue::from_wire(v)?))).collect()
 }
 
+/// The largest item DynamoDB stores: 400 KB, attribute names included.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// The size DynamoDB counts for `item`, by its documented rules ("DynamoDB item sizes and
+/// formats"): each attribute is the UTF-8 length of its name plus its value's size; a string is
+/// its UTF-8 length, binary its raw length, a number 1 byte per two significant digits plus 1,
+/// null and booleans 1 byte; a list or map 3 bytes plus 1 byte per element plus its elements
+/// (a map's elements counting their names); a set the sum of its elements. Number sizes are
+/// "approximately" that in the documentation, so callers keep a margin below
+/// [`MAX_ITEM_BYTES`].
+pub fn item_size(item: &Item) -> usize {
+    item.iter().map(|(name, value)| name.len() + value_size(value)).sum()
+}
+
+/// The size of one value, without its name (see [`item_size`]).
+pub fn value_size(value: &AttributeValue) -> usize {
+    let number = |n: &str| Decimal::parse(n).map_or(n.len(), |d| d.digits.len().div_ceil(2) + 1);
+    match value {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => number(n),
+        AttributeValue::B(b) => b.len(),
+        AttributeValue::Bool(_) | AttributeValue::Null => 1,
+        AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| 1 + k.len() + value_size(v)).sum::<usize>(),
+        AttributeValue::L(l) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::Ss(s) => s.iter().map(String::len).sum(),
+        AttributeValue::Ns(n) => n.iter().map(|n| number(n)).sum(),
+        AttributeValue::Bs(b) => b.iter().map(Vec::len).sum(),
+    }
+}
+
 /// Maps plain JSON to an attribute value, losslessly (see the module docs for numbers).
 pub fn from_json(value: &Json) -> AttributeValue {
     match value {
@@ -243,6 +273,33 @@ mod tests {
         check_wire(r#"["S"]"#, Err(DynamoJsonError::NotTagged));
         check_wire(r#"{"L":{}}"#, Err(DynamoJsonError::WrongShape));
         check_wire(r#"{"M":{"a":{"Q":1}}}"#, Err(DynamoJsonError::UnknownType));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn item_sizes_follow_the_documented_rules() {
+        use AttributeValue as A;
+        let one = |name: &str, value: A| item_size(&Item::from([(String::from(name), value)]));
+        assert_eq!(one("pk", A::S("abc".into())), 5);
+        assert_eq!(one("é", A::S("日本".into())), 2 + 6);
+        assert_eq!(one("n", A::N("0".into())), 1 + 1);
+        assert_eq!(one("n", A::N("7".into())), 1 + 2);
+        assert_eq!(one("n", A::N("12".into())), 1 + 2);
+        assert_eq!(one("n", A::N("123".into())), 1 + 3);
+        assert_eq!(one("n", A::N("-0012300.00".into())), 1 + 3, "leading and trailing zeros trimmed");
+        assert_eq!(one("n", A::N("1".repeat(38))), 1 + 20);
+        assert_eq!(one("b", A::B(vec![0; 10])), 11);
+        assert_eq!(one("t", A::Bool(true)), 2);
+        assert_eq!(one("z", A::Null), 2);
+        assert_eq!(one("m", A::M(Item::new())), 4);
+        assert_eq!(one("l", A::L(vec![])), 4);
+        // 3 + per element (1 + name + value).
+        assert_eq!(one("m", A::M(Item::from([("ab".into(), A::S("xyz".into()))]))), 1 + 3 + (1 + 2 + 3));
+        assert_eq!(one("l", A::L(vec![A::Bool(true), A::L(vec![])])), 1 + 3 + (1 + 1) + (1 + 3));
+        assert_eq!(one("s", A::Ss(vec!["ab".into(), "c".into()])), 1 + 3);
+        assert_eq!(one("s", A::Ns(vec!["12".into(), "345".into()])), 1 + 2 + 3);
+        assert_eq!(one("s", A::Bs(vec![vec![1, 2], vec![3]])), 1 + 3);
+        let two = Item::from([("a".into(), A::S("x".into())), ("bb".into(), A::Bool(false))]);
+        assert_eq!(item_size(&two), 2 + 3);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

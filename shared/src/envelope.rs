@@ -6,8 +6,9 @@ use crate::json::{self, Json, JsonError};
 
 /// The only event this receiver accepts.
 pub const FORM_SUBMITTED: &str = "form.submitted";
-/// The longest submission ID accepted, in bytes.
-pub const MAX_SUBMISSION_ID_LEN: usize = 128;
+/// The longest submission ID accepted, in bytes of UTF-8. The receipt's key is the ID behind a
+/// 27-byte prefix, and DynamoDB's partition keys hold at most 2,048 bytes.
+pub const MAX_SUBMISSION_ID_LEN: usize = 1024;
 
 /// A body that passed every envelope check.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,8 +34,7 @@ pub enum EnvelopeError {
     MissingData,
     /// `data.submissionId` is missing or not a string.
     MissingSubmissionId,
-    /// `data.submissionId` is empty, longer than 128 bytes, or has characters other than
-    /// ASCII letters, digits, `_`, `-`, `.` and `:`.
+    /// `data.submissionId` is empty, longer than 1,024 bytes, or holds a control character.
     InvalidSubmissionId,
     /// `data.formData` is present but not an object.
     FormDataNotObject,
@@ -79,12 +79,12 @@ pub fn parse_envelope(body: &[u8]) -> Result<Envelope, EnvelopeError> {
     Ok(Envelope { submission_id, body })
 }
 
-/// Non-empty, at most 128 bytes, ASCII letters, digits and `_-.:` only: safe in a key, a log
-/// line and a URL path segment.
+/// Non-empty, at most 1,024 bytes of UTF-8, and no control character (`Cc`: U+0000..U+001F,
+/// U+007F..U+009F). The sender does not document the ID's format, and a 400 loses the
+/// submission for good, so nothing else is refused: every use escapes or encodes the ID
+/// (JSON in logs and bodies, percent-encoding in URL paths).
 pub fn is_valid_submission_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_SUBMISSION_ID_LEN
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+    !id.is_empty() && id.len() <= MAX_SUBMISSION_ID_LEN && !id.chars().any(char::is_control)
 }
 
 impl Envelope {
@@ -129,9 +129,25 @@ mod tests {
         check(r#"{"event":"form.submitted","data":{}}"#, Err(MissingSubmissionId));
         check(r#"{"event":"form.submitted","data":{"submissionId":42}}"#, Err(MissingSubmissionId));
         check(r#"{"event":"form.submitted","data":{"submissionId":""}}"#, Err(InvalidSubmissionId));
-        check(r#"{"event":"form.submitted","data":{"submissionId":"a b"}}"#, Err(InvalidSubmissionId));
-        check(r#"{"event":"form.submitted","data":{"submissionId":"é"}}"#, Err(InvalidSubmissionId));
+        for odd in ["a b", "é", "sub/8fK2", "a+b=", "😀", "\\\"'<>", " lead", "\u{fffd}", "x\u{a0}y"] {
+            let id_json = {
+                let mut s = alloc::string::String::new();
+                crate::json::write_string(odd, &mut s);
+                s
+            };
+            check(&format!(r#"{{"event":"form.submitted","data":{{"submissionId":{id_json}}}}}"#), Ok(odd));
+        }
+        for control in ["a\\u0000", "\\n", "a\\tb", "\\u001f", "\\u007f", "\\u0085", "\\u009f"] {
+            check(
+                &format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{control}"}}}}"#),
+                Err(InvalidSubmissionId),
+            );
+        }
+        let longest = "é".repeat(MAX_SUBMISSION_ID_LEN / 2);
+        check(&format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{longest}"}}}}"#), Ok(&longest));
         let long = "x".repeat(MAX_SUBMISSION_ID_LEN + 1);
+        check(&format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{long}"}}}}"#), Err(InvalidSubmissionId));
+        let long = "é".repeat(MAX_SUBMISSION_ID_LEN / 2) + "x";
         check(&format!(r#"{{"event":"form.submitted","data":{{"submissionId":"{long}"}}}}"#), Err(InvalidSubmissionId));
         check(r#"{"event":"form.submitted","data":{"submissionId":"s","formData":"x"}}"#, Err(FormDataNotObject));
     }

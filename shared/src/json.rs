@@ -14,9 +14,16 @@ use core::fmt::Write as _;
 
 use crate::decimal::Decimal;
 
-/// The deepest nesting [`parse`] accepts. DynamoDB allows 32 levels of nested attributes and a
-/// body is stored one level down inside the receipt item, so deeper bodies could never be stored.
+/// The deepest nesting [`parse`] accepts in a delivery body. Bodies are stored as JSON text (see
+/// `receipt`), so DynamoDB's own nesting limit does not apply to them; the bound is this crate's
+/// (the parser and writer recurse once per level) and is kept where it was when bodies were
+/// stored as maps, so no body accepted before is refused now.
 pub const MAX_DEPTH: usize = 31;
+
+/// The deepest nesting [`parse_wire`] accepts: the DynamoDB wire form of an item whose payload
+/// is a map nests two levels per body level (`{"M":{..}}`), plus the item, the attribute and a
+/// response or record around it. Receipts written before payloads became text are read with it.
+pub const WIRE_MAX_DEPTH: usize = 2 * MAX_DEPTH + 4;
 
 /// A parsed JSON value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,9 +127,23 @@ impl Json {
 }
 
 /// Parses one JSON document from raw bytes, refusing nesting past [`MAX_DEPTH`] and duplicate keys.
+///
+/// A `\u` escape of a lone UTF-16 surrogate (what `JSON.stringify` writes for a string cut in
+/// the middle of an emoji) reads as U+FFFD, the replacement character, as `TextEncoder` and
+/// every UTF-8 encoder do: the document is accepted, and the same text always reads the same.
 pub fn parse(bytes: &[u8]) -> Result<Json, JsonError> {
+    parse_with_depth(bytes, MAX_DEPTH)
+}
+
+/// [`parse`] for DynamoDB wire JSON (stored items, store answers, stream images), which nests
+/// deeper than the body it holds: refuses nesting past [`WIRE_MAX_DEPTH`].
+pub fn parse_wire(bytes: &[u8]) -> Result<Json, JsonError> {
+    parse_with_depth(bytes, WIRE_MAX_DEPTH)
+}
+
+fn parse_with_depth(bytes: &[u8], max_depth: usize) -> Result<Json, JsonError> {
     let text = core::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
-    let mut parser = Parser { text, bytes: text.as_bytes(), pos: 0 };
+    let mut parser = Parser { text, bytes: text.as_bytes(), pos: 0, max_depth };
     parser.skip_ws();
     let value = parser.value(0)?;
     parser.skip_ws();
@@ -136,6 +157,7 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    max_depth: usize,
 }
 
 impl Parser<'_> {
@@ -186,7 +208,7 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Result<Json, JsonError> {
-        if depth > MAX_DEPTH {
+        if depth > self.max_depth {
             return Err(JsonError::TooDeep);
         }
         self.pos += 1;
@@ -207,7 +229,7 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Json, JsonError> {
-        if depth > MAX_DEPTH {
+        if depth > self.max_depth {
             return Err(JsonError::TooDeep);
         }
         self.pos += 1;
@@ -280,21 +302,35 @@ impl Parser<'_> {
             b't' => '\t',
             b'u' => {
                 let first = self.hex4()?;
-                let code = if (0xD800..0xDC00).contains(&first) {
-                    // A high surrogate must be followed by an escaped low surrogate.
-                    self.eat(b'\\')?;
-                    self.eat(b'u')?;
-                    let second = self.hex4()?;
-                    if !(0xDC00..0xE000).contains(&second) {
-                        return Err(self.syntax());
-                    }
-                    0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                } else {
-                    first
-                };
-                char::from_u32(code).ok_or_else(|| self.syntax())?
+                match first {
+                    0xD800..=0xDBFF => match self.low_surrogate() {
+                        Some(second) => {
+                            let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                            char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER)
+                        }
+                        None => char::REPLACEMENT_CHARACTER,
+                    },
+                    // A low surrogate with no high one before it.
+                    0xDC00..=0xDFFF => char::REPLACEMENT_CHARACTER,
+                    // Every other code below 0x10000 is a scalar value.
+                    code => char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
+                }
             }
             _ => return Err(JsonError::Syntax { offset: self.pos - 1 }),
+        })
+    }
+
+    /// Consumes `\uDC00`..`\uDFFF` if it comes next and returns its code; otherwise reads
+    /// nothing, so whatever follows a lone high surrogate is read as usual.
+    fn low_surrogate(&mut self) -> Option<u32> {
+        let rest = self.bytes.get(self.pos..self.pos + 6)?;
+        if &rest[..2] != b"\\u" {
+            return None;
+        }
+        let code = rest[2..].iter().try_fold(0u32, |code, &d| Some(code * 16 + (d as char).to_digit(16)?))?;
+        (0xDC00..0xE000).contains(&code).then(|| {
+            self.pos += 6;
+            code
         })
     }
 
@@ -425,7 +461,6 @@ mod tests {
         check("+1", Err(JsonError::Syntax { offset: 0 }));
         check("[1,]", Err(JsonError::Syntax { offset: 3 }));
         check(r#"{"a":1,}"#, Err(JsonError::Syntax { offset: 7 }));
-        check(r#""\ud800""#, Err(JsonError::Syntax { offset: 7 }));
         check(r#""\x""#, Err(JsonError::Syntax { offset: 2 }));
         check(r#"{"a":1,"a":2}"#, Err(JsonError::DuplicateKey));
         check("nul", Err(JsonError::Syntax { offset: 0 }));
@@ -433,13 +468,56 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
-    fn depth_is_limited() {
-        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
-        assert!(parse(ok.as_bytes()).is_ok());
-        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
-        assert_eq!(parse(deep.as_bytes()), Err(JsonError::TooDeep));
-        let very_deep = "[".repeat(100_000);
-        assert_eq!(parse(very_deep.as_bytes()), Err(JsonError::TooDeep));
+    fn lone_surrogates_read_as_the_replacement_character() {
+        check(r#""\ud800""#, Ok("\"\u{fffd}\""));
+        check(r#""a\ud83d""#, Ok("\"a\u{fffd}\""));
+        check(r#""\ude00x""#, Ok("\"\u{fffd}x\""));
+        // A high surrogate followed by an escape that is not a low one: both are kept apart.
+        check(r#""\ud83d\u0041""#, Ok("\"\u{fffd}A\""));
+        check(r#""\ud83d\ud83d\ude00""#, Ok("\"\u{fffd}😀\""));
+        check(r#""\ud83d\n""#, Ok("\"\u{fffd}\\n\""));
+        check(r#""\ud83d\u00""#, Err(JsonError::Syntax { offset: 9 }));
+        check(r#"{"\udfff":1}"#, Ok("{\"\u{fffd}\":1}"));
+        // The pair still decodes, in either hex case.
+        check(r#""\uD83D\uDE00""#, Ok("\"😀\""));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn depth_is_limited_for_arrays_objects_and_mixes() {
+        let nest = |open: &str, close: &str, n: usize| open.repeat(n) + "1" + &close.repeat(n);
+        let mixed = |n: usize| {
+            let mut text = String::new();
+            for i in 0..n {
+                text.push_str(if i % 2 == 0 { "{\"k\":" } else { "[" });
+            }
+            text.push('1');
+            for i in (0..n).rev() {
+                text.push(if i % 2 == 0 { '}' } else { ']' });
+            }
+            text
+        };
+        for make in [&(|n| nest("[", "]", n)) as &dyn Fn(usize) -> String, &|n| nest("{\"a\":", "}", n), &mixed] {
+            assert!(parse(make(MAX_DEPTH).as_bytes()).is_ok(), "{}", make(MAX_DEPTH));
+            assert_eq!(parse(make(MAX_DEPTH + 1).as_bytes()), Err(JsonError::TooDeep), "{}", make(MAX_DEPTH + 1));
+            assert!(parse_wire(make(WIRE_MAX_DEPTH).as_bytes()).is_ok());
+            assert_eq!(parse_wire(make(WIRE_MAX_DEPTH + 1).as_bytes()), Err(JsonError::TooDeep));
+        }
+        assert_eq!(parse("[".repeat(100_000).as_bytes()), Err(JsonError::TooDeep));
+        assert_eq!(parse("{\"a\":".repeat(100_000).as_bytes()), Err(JsonError::TooDeep));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn every_control_character_is_escaped() {
+        for code in 0u32..0x20 {
+            let c = char::from_u32(code).unwrap();
+            let mut out = String::new();
+            write_string(&c.to_string(), &mut out);
+            assert!(out.len() > 3 && out.bytes().all(|b| b >= 0x20), "U+{code:04X} written as {out:?}");
+            assert_eq!(parse(out.as_bytes()), Ok(Json::String(c.to_string())));
+        }
+        let mut out = String::new();
+        write_string("\u{7f}\u{80}é", &mut out);
+        assert_eq!(out, "\"\u{7f}\u{80}é\"");
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -476,6 +554,10 @@ mod cross_checks {
             }
             // serde_json keeps the last of duplicate keys and nests deeper; we refuse both.
             (Err(JsonError::DuplicateKey | JsonError::TooDeep), Ok(_)) => {}
+            // serde_json refuses lone surrogates; we read them as U+FFFD.
+            (Ok(ours), Err(e)) if ["surrogate", "hex escape"].iter().any(|m| alloc::format!("{e}").contains(m)) => {
+                assert!(ours.to_text().contains('\u{fffd}'), "{text}");
+            }
             (Err(_), Err(_)) => {}
             (ours, theirs) => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
         }

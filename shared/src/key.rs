@@ -37,14 +37,31 @@ pub fn expected_key(submission_id: &str) -> String {
 }
 
 /// Returns the key when the request's header equals the one its envelope implies.
+///
+/// The comparison is exact, byte for byte: no trimming, no case folding. HTTP header values are
+/// bytes, and the Fetch API hands them to a Worker one character per byte (Latin-1), so a key
+/// whose submission ID is not ASCII arrives as the characters of its UTF-8 bytes; a header
+/// given that way is compared by those bytes, and one given as UTF-8 text as it is.
 pub fn check_key(headers: &Headers, submission_id: &str) -> Result<String, KeyError> {
     let presented = headers.get(IDEMPOTENCY_KEY_HEADER).ok_or(KeyError::Missing)?;
     let expected = expected_key(submission_id);
-    if presented == expected {
+    if presented == expected || same_bytes_as_latin1(presented, &expected) {
         Ok(expected)
     } else {
         Err(KeyError::Mismatch)
     }
+}
+
+/// True if `header`, read one character per byte, spells the UTF-8 bytes of `text`.
+fn same_bytes_as_latin1(header: &str, text: &str) -> bool {
+    let mut bytes = text.bytes();
+    for c in header.chars() {
+        match (u8::try_from(u32::from(c)), bytes.next()) {
+            (Ok(b), Some(expected)) if b == expected => {}
+            _ => return false,
+        }
+    }
+    bytes.next().is_none()
 }
 
 #[cfg(test)]
@@ -65,5 +82,20 @@ mod tests {
         check(Some("STATICFORMS:form.submitted:sub_1"), Err(KeyError::Mismatch));
         check(Some("staticforms:form.submitted:sub_1 "), Err(KeyError::Mismatch));
         check(Some(""), Err(KeyError::Mismatch));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn ids_that_are_not_ascii_match_as_text_or_as_their_bytes() {
+        let check = |header: &str, id: &str, ok: bool| {
+            let headers = Headers::new([("Idempotency-Key", header)]);
+            assert_eq!(check_key(&headers, id).is_ok(), ok, "{header:?} for {id:?}");
+        };
+        check("staticforms:form.submitted:sub/é😀", "sub/é😀", true);
+        // "é" is C3 A9 in UTF-8; a Worker sees those bytes as "Ã©".
+        check("staticforms:form.submitted:sub/\u{c3}\u{a9}", "sub/é", true);
+        check("staticforms:form.submitted:sub/\u{c3}", "sub/é", false);
+        check("staticforms:form.submitted:sub/\u{c3}\u{a9}x", "sub/é", false);
+        check("staticforms:form.submitted:sub/\u{c3}\u{a8}", "sub/é", false);
+        check("staticforms:form.submitted:SUB/é", "sub/é", false);
     }
 }

@@ -91,14 +91,32 @@ mod tests {
         assert_eq!(safe_request_id("ada@example.com"), None);
         assert_eq!(safe_request_id(""), None);
         assert_eq!(safe_request_id(&"a".repeat(65)), None);
+        // A submission ID with a control character is not one the envelope accepts: dropped.
         let record = LogRecord {
             request_id: "r".into(),
-            submission_id: Some("Ada Lovelace <ada@example.com>".into()),
+            submission_id: Some("sub\n{\"forged\":1}".into()),
             outcome: "invalid_envelope",
             reason: Some("invalid_submission_id"),
             status: 400,
             duration_ms: 0,
         };
-        assert!(!record.to_json_line().contains("ada"));
+        assert!(record.to_json_line().contains(r#""submissionId":null"#));
+        assert!(!record.to_json_line().contains("forged"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn odd_submission_ids_are_escaped_into_one_line() {
+        let record = LogRecord {
+            request_id: "r".into(),
+            submission_id: Some("sub/\"x\"\\é😀".into()),
+            outcome: "stored",
+            reason: None,
+            status: 202,
+            duration_ms: 1,
+        };
+        let line = record.to_json_line();
+        assert!(!line.contains('\n'));
+        let parsed = crate::json::parse(line.as_bytes()).unwrap();
+        assert_eq!(parsed.get("submissionId").and_then(crate::json::Json::as_str), Some("sub/\"x\"\\é😀"));
     }
 }

@@ -3,7 +3,7 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 
-use crate::dynamo::item_to_wire;
+use crate::dynamo::{item_to_wire, Item};
 use crate::json::{Json, Number};
 use crate::receipt::Receipt;
 
@@ -27,11 +27,16 @@ pub struct StoreRequest {
 /// The `PutItem` request for `receipt` in `table` at `now_unix_secs`. On a failed condition
 /// DynamoDB returns the existing item (`ALL_OLD`), so a duplicate is answered in one round trip.
 pub fn put_receipt(table: &str, receipt: &Receipt, now_unix_secs: i64) -> StoreRequest {
+    put_item(table, &receipt.to_item(), now_unix_secs)
+}
+
+/// [`put_receipt`] for a receipt already in its item form.
+pub fn put_item(table: &str, item: &Item, now_unix_secs: i64) -> StoreRequest {
     let now = Json::String(String::from(Number::from_i64(now_unix_secs).as_str()));
     let values = BTreeMap::from([(String::from(":now"), Json::Object(BTreeMap::from([(String::from("N"), now)])))]);
     let body = Json::Object(BTreeMap::from([
         (String::from("TableName"), Json::string(table)),
-        (String::from("Item"), item_to_wire(&receipt.to_item())),
+        (String::from("Item"), item_to_wire(item)),
         (String::from("ConditionExpression"), Json::string(PUT_CONDITION)),
         (String::from("ExpressionAttributeValues"), Json::Object(values)),
         (String::from("ReturnValuesOnConditionCheckFailure"), Json::string("ALL_OLD")),

@@ -2,10 +2,10 @@
 
 use alloc::string::String;
 
-use crate::dynamo::{from_json, to_json, AttributeValue, Item};
+use crate::dynamo::{to_json, AttributeValue, Item};
 use crate::envelope::{Envelope, FORM_SUBMITTED};
 use crate::fingerprint::fingerprint;
-use crate::json::Json;
+use crate::json::{self, Json};
 use crate::time::iso8601_millis;
 
 /// Where a receipt is in its life.
@@ -46,9 +46,10 @@ pub struct Receipt {
     pub event: String,
     /// `submissionId`.
     pub submission_id: String,
-    /// `payload`: the body as a DynamoDB map, with `data.apiKey` redacted.
+    /// `payload`: the body with `data.apiKey` redacted, stored as compact JSON text in a string
+    /// attribute (receipts stored before that hold it as a map, and still read).
     pub payload: Json,
-    /// `fingerprint`: hex SHA-256 of the canonical `formData`.
+    /// `fingerprint`: `v1:` and the hex SHA-256 of the canonical `formData`.
     pub fingerprint: String,
     /// `status`.
     pub status: ReceiptStatus,
@@ -118,7 +119,7 @@ impl Receipt {
         item.insert("pk".into(), s(&self.key));
         item.insert("event".into(), s(&self.event));
         item.insert("submissionId".into(), s(&self.submission_id));
-        item.insert("payload".into(), from_json(&self.payload));
+        item.insert("payload".into(), AttributeValue::S(self.payload.to_text()));
         item.insert("fingerprint".into(), s(&self.fingerprint));
         item.insert("status".into(), s(self.status.as_str()));
         item.insert("receivedAt".into(), s(&self.received_at));
@@ -142,6 +143,8 @@ impl Receipt {
         let expires_at =
             get("expiresAt")?.as_n().and_then(|n| n.parse().ok()).ok_or(ReceiptError::Invalid("expiresAt"))?;
         let payload = match get("payload")? {
+            AttributeValue::S(text) => json::parse(text.as_bytes()).map_err(|_| ReceiptError::Invalid("payload"))?,
+            // Stored before payloads became text.
             map @ AttributeValue::M(_) => to_json(map),
             _ => return Err(ReceiptError::Invalid("payload")),
         };
@@ -217,8 +220,20 @@ mod tests {
         let mut item = sample().to_item();
         item.insert("expiresAt".into(), AttributeValue::S("soon".into()));
         assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("expiresAt")));
-        let mut item = sample().to_item();
-        item.insert("payload".into(), AttributeValue::S("{}".into()));
-        assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("payload")));
+        for bad in [AttributeValue::S("{".into()), AttributeValue::S("".into()), AttributeValue::N("1".into())] {
+            let mut item = sample().to_item();
+            item.insert("payload".into(), bad);
+            assert_eq!(Receipt::from_item(&item), Err(ReceiptError::Invalid("payload")));
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_payload_is_text_and_a_stored_map_still_reads() {
+        let receipt = sample();
+        let item = receipt.to_item();
+        assert_eq!(item.get("payload").and_then(AttributeValue::as_s), Some(receipt.payload.to_text().as_str()));
+        let mut legacy = item.clone();
+        legacy.insert("payload".into(), crate::dynamo::from_json(&receipt.payload));
+        assert_eq!(Receipt::from_item(&legacy), Ok(receipt));
     }
 }

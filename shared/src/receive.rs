@@ -7,13 +7,15 @@
 use alloc::string::String;
 
 use crate::auth::{AuthError, AuthPolicy};
-use crate::decision::{Outcome, ReceiptSummary};
+use crate::decision::{Outcome, ReceiptSummary, TooLarge};
+use crate::dynamo::item_size;
 use crate::envelope::parse_envelope;
+use crate::fingerprint::same_content;
 use crate::headers::Headers;
 use crate::key::check_key;
-use crate::put_item::{put_receipt, StoreRequest};
+use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
-use crate::store::{PutOutcome, StoreError};
+use crate::store::{PutOutcome, RetryableStoreError, StoreError};
 
 /// The webhook endpoint.
 pub const WEBHOOK_PATH: &str = "/webhooks/staticforms";
@@ -23,6 +25,10 @@ pub const HEALTH_PATH: &str = "/healthz";
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 /// Default largest body accepted, in bytes (256 KiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+/// The largest receipt item the edge writes, by DynamoDB's sizing rules: its 400 KB limit
+/// ([`crate::dynamo::MAX_ITEM_BYTES`]) less room for what the stream worker adds later
+/// (`completedAt`, `failureReason`) and for the documentation's "approximately" on numbers.
+pub const MAX_RECEIPT_ITEM_BYTES: usize = 400_000;
 
 /// Everything the decision path needs to know about the receiver's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,11 +131,12 @@ pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool
 }
 
 /// Runs every check on a `POST /webhooks/staticforms` delivery, in order: size, media type,
-/// authentication, envelope, idempotency key. Nothing is written unless all pass.
+/// authentication, envelope, idempotency key, and the size of the item it would store.
+/// Nothing is written unless all pass, so every 2xx is a receipt that fits DynamoDB's rules.
 pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     let respond = |outcome| Step::Respond(outcome, None);
     if delivery.body.len() > policy.max_body_bytes {
-        return respond(Outcome::PayloadTooLarge);
+        return respond(Outcome::PayloadTooLarge(TooLarge::Body));
     }
     if !is_json_media_type(delivery.headers.get("content-type")) {
         return respond(Outcome::UnsupportedMediaType);
@@ -138,7 +145,7 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     match policy.auth.authenticate(delivery.headers, delivery.body, now_secs) {
         Ok(_) => {}
         Err(AuthError::NotConfigured) => return respond(Outcome::AuthNotConfigured),
-        Err(error) => return respond(Outcome::Unauthenticated(error)),
+        Err(error) => return respond(Outcome::Unauthenticated(error, policy.auth.challenge())),
     }
     let envelope = match parse_envelope(delivery.body) {
         Ok(envelope) => envelope,
@@ -149,8 +156,12 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
         Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
     };
     let receipt = Receipt::new(&envelope, key, delivery.request_id, delivery.now_millis, policy.retention_days);
+    let item = receipt.to_item();
+    if item_size(&item) > MAX_RECEIPT_ITEM_BYTES {
+        return Step::Respond(Outcome::PayloadTooLarge(TooLarge::Item), Some(receipt.submission_id));
+    }
     Step::Store(PendingPut {
-        request: put_receipt(&policy.table, &receipt, now_secs),
+        request: put_item(&policy.table, &item, now_secs),
         submission_id: receipt.submission_id,
         fingerprint: receipt.fingerprint,
         received_at: receipt.received_at,
@@ -159,7 +170,8 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
 
 impl PendingPut {
     /// Decides the outcome from the store's answer. A duplicate with the same fingerprint is
-    /// acknowledged with the original receipt's status; with another fingerprint it is refused.
+    /// acknowledged with the original receipt's status; with another fingerprint it is refused;
+    /// with a fingerprint of a version this code cannot compute, the sender is asked to retry.
     pub fn finish(&self, answer: PutOutcome) -> Outcome {
         match answer {
             PutOutcome::Stored => Outcome::Stored(ReceiptSummary {
@@ -167,12 +179,15 @@ impl PendingPut {
                 status: crate::receipt::ReceiptStatus::Received,
                 received_at: self.received_at.clone(),
             }),
-            PutOutcome::Duplicate(existing) if existing.fingerprint != self.fingerprint => Outcome::KeyReused,
-            PutOutcome::Duplicate(existing) => Outcome::Duplicate(ReceiptSummary {
-                submission_id: self.submission_id.clone(),
-                status: existing.status,
-                received_at: existing.received_at,
-            }),
+            PutOutcome::Duplicate(existing) => match same_content(&existing.fingerprint, &self.fingerprint) {
+                Some(true) => Outcome::Duplicate(ReceiptSummary {
+                    submission_id: self.submission_id.clone(),
+                    status: existing.status,
+                    received_at: existing.received_at,
+                }),
+                Some(false) => Outcome::KeyReused,
+                None => Outcome::StoreUnavailable(RetryableStoreError::UnreadableDuplicate),
+            },
             PutOutcome::Failed(StoreError::Retryable(error)) => Outcome::StoreUnavailable(error),
             PutOutcome::Failed(StoreError::Permanent(error)) => Outcome::StoreMisconfigured(error),
         }
@@ -181,3 +196,6 @@ impl PendingPut {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod properties;

@@ -1,20 +1,45 @@
 //! What the store's answer to a `PutItem` means: stored, duplicate, or which kind of failure.
 
-use alloc::boxed::Box;
+use alloc::string::String;
 
-use crate::dynamo::item_from_wire;
+use crate::dynamo::{item_from_wire, AttributeValue, Item};
 use crate::json::{self, Json};
-use crate::receipt::Receipt;
+use crate::receipt::ReceiptStatus;
 
 /// The result of one conditional put.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
     /// The receipt is durably stored.
     Stored,
-    /// A live receipt already held the key; this is it, as DynamoDB returned it.
-    Duplicate(Box<Receipt>),
+    /// A live receipt already held the key; this is what the decision needs of it.
+    Duplicate(ExistingReceipt),
     /// The store did not store the receipt.
     Failed(StoreError),
+}
+
+/// The parts of a stored receipt that decide a duplicate's answer, read from the `ALL_OLD`
+/// item. Only these three plain attributes are read, so a receipt whose payload this code could
+/// not read (one stored by another version) is still answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingReceipt {
+    /// `fingerprint`.
+    pub fingerprint: String,
+    /// `status`.
+    pub status: ReceiptStatus,
+    /// `receivedAt`.
+    pub received_at: String,
+}
+
+impl ExistingReceipt {
+    /// Reads the three attributes; `None` if any is missing or of the wrong type.
+    pub fn from_item(item: &Item) -> Option<ExistingReceipt> {
+        let text = |name: &str| item.get(name).and_then(AttributeValue::as_s);
+        Some(ExistingReceipt {
+            fingerprint: String::from(text("fingerprint")?),
+            status: ReceiptStatus::parse(text("status")?)?,
+            received_at: String::from(text("receivedAt")?),
+        })
+    }
 }
 
 /// Why the store did not store a receipt. Whether to retry is decided by the variant.
@@ -26,35 +51,45 @@ pub enum StoreError {
     Permanent(PermanentStoreError),
 }
 
-/// Store failures that pass.
+/// Store failures that pass, or answers that prove nothing: the sender tries again (503).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryableStoreError {
     /// Throttling: `ThrottlingException`, `ProvisionedThroughputExceededException`,
-    /// `RequestLimitExceeded`, or HTTP 429.
+    /// `RequestLimitExceeded`, `LimitExceededException`, or HTTP 429.
     Throttled,
+    /// A concurrent write got in the way: `TransactionConflictException`, or
+    /// `ReplicatedWriteConflictException` from a global table's other region.
+    WriteConflict,
     /// The store answered 5xx (`InternalServerError`, `ServiceUnavailable`, ...).
     Unavailable,
     /// No answer before the deadline.
     Timeout,
     /// The connection failed.
     Network,
+    /// An answer that is not DynamoDB's: a redirect, a status DynamoDB does not send, a body
+    /// that is not JSON, or a 200 whose body is not a `PutItem` result (one carrying `__type`).
+    /// Something between the receiver and the store answered; nothing proves a write.
+    UnexpectedAnswer,
+    /// A condition failure whose `ALL_OLD` item lacks a readable `fingerprint`, `status` or
+    /// `receivedAt`, or has a fingerprint of a version this code cannot compute: the delivery
+    /// can be neither acknowledged as a duplicate nor refused as a reused key.
+    UnreadableDuplicate,
 }
 
-/// Store failures that need a person.
+/// Store failures that need a person (500).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PermanentStoreError {
-    /// The request was refused as malformed (`ValidationException`, `SerializationException`).
+    /// The request was refused as malformed (`ValidationException`, `SerializationException`,
+    /// `ItemCollectionSizeLimitExceededException`). The core checks items before writing, so
+    /// this means the core and the store disagree: a defect or a misconfigured table.
     InvalidRequest,
     /// The table does not exist (`ResourceNotFoundException`).
     TableNotFound,
     /// The credentials or signature were refused (`AccessDeniedException`,
     /// `UnrecognizedClientException`, `InvalidSignatureException`, ...).
     AccessDenied,
-    /// A duplicate came back without a readable receipt, so it cannot be compared.
-    UnreadableDuplicate,
-    /// Any other answer: an unknown error type, a status DynamoDB does not send, a body that
-    /// is not JSON.
-    UnexpectedResponse,
+    /// A DynamoDB error type this code does not know.
+    UnknownError,
 }
 
 impl StoreError {
@@ -67,14 +102,16 @@ impl StoreError {
     pub fn reason(self) -> &'static str {
         match self {
             StoreError::Retryable(RetryableStoreError::Throttled) => "store_throttled",
+            StoreError::Retryable(RetryableStoreError::WriteConflict) => "store_write_conflict",
             StoreError::Retryable(RetryableStoreError::Unavailable) => "store_unavailable",
             StoreError::Retryable(RetryableStoreError::Timeout) => "store_timeout",
             StoreError::Retryable(RetryableStoreError::Network) => "store_network_error",
+            StoreError::Retryable(RetryableStoreError::UnexpectedAnswer) => "store_unexpected_answer",
+            StoreError::Retryable(RetryableStoreError::UnreadableDuplicate) => "store_unreadable_duplicate",
             StoreError::Permanent(PermanentStoreError::InvalidRequest) => "store_invalid_request",
             StoreError::Permanent(PermanentStoreError::TableNotFound) => "store_table_not_found",
             StoreError::Permanent(PermanentStoreError::AccessDenied) => "store_access_denied",
-            StoreError::Permanent(PermanentStoreError::UnreadableDuplicate) => "store_unreadable_duplicate",
-            StoreError::Permanent(PermanentStoreError::UnexpectedResponse) => "store_unexpected_response",
+            StoreError::Permanent(PermanentStoreError::UnknownError) => "store_unknown_error",
         }
     }
 }
@@ -87,48 +124,51 @@ pub fn error_type(body: &Json) -> Option<&str> {
 }
 
 /// Classifies DynamoDB's answer to a `PutItem` built by [`crate::put_item::put_receipt`].
+///
+/// Only a 200 whose body is a JSON object without `__type` is a stored receipt. Every answer
+/// that is not recognisably DynamoDB's is retryable: it proves nothing either way.
 pub fn classify_put(status: u16, body: &[u8]) -> PutOutcome {
     use PermanentStoreError as P;
     use RetryableStoreError as R;
-    let failed = |e| PutOutcome::Failed(e);
+    let retry = |e| PutOutcome::Failed(StoreError::Retryable(e));
+    let permanent = |e| PutOutcome::Failed(StoreError::Permanent(e));
     if status >= 500 {
-        return failed(StoreError::Retryable(R::Unavailable));
+        return retry(R::Unavailable);
     }
     if status == 429 {
-        return failed(StoreError::Retryable(R::Throttled));
+        return retry(R::Throttled);
     }
-    let parsed = json::parse(body).ok().filter(|b| matches!(b, Json::Object(_)));
-    let Some(parsed) = parsed else {
-        // A success that is not DynamoDB's JSON is not proof of durability.
-        return failed(StoreError::Permanent(P::UnexpectedResponse));
+    if status != 200 && status != 400 {
+        return retry(R::UnexpectedAnswer);
+    }
+    // The wire form of an `ALL_OLD` item nests deeper than the body it holds.
+    let Some(parsed) = json::parse_wire(body).ok().filter(|b| matches!(b, Json::Object(_))) else {
+        return retry(R::UnexpectedAnswer);
     };
+    let error = error_type(&parsed);
     if status == 200 {
-        return PutOutcome::Stored;
+        return if parsed.get("__type").is_some() { retry(R::UnexpectedAnswer) } else { PutOutcome::Stored };
     }
-    if status != 400 {
-        return failed(StoreError::Permanent(P::UnexpectedResponse));
-    }
-    match error_type(&parsed) {
+    match error {
         Some("ConditionalCheckFailedException") => {
-            match parsed.get("Item").map(item_from_wire).and_then(Result::ok).map(|i| Receipt::from_item(&i)) {
-                Some(Ok(receipt)) => PutOutcome::Duplicate(Box::new(receipt)),
-                _ => failed(StoreError::Permanent(P::UnreadableDuplicate)),
+            let existing = parsed.get("Item").and_then(|i| item_from_wire(i).ok());
+            match existing.as_ref().and_then(ExistingReceipt::from_item) {
+                Some(existing) => PutOutcome::Duplicate(existing),
+                None => retry(R::UnreadableDuplicate),
             }
         }
         Some(
             "ThrottlingException"
             | "ProvisionedThroughputExceededException"
             | "RequestLimitExceeded"
-            | "LimitExceededException"
-            | "TransactionConflictException",
-        ) => failed(StoreError::Retryable(R::Throttled)),
-        Some("InternalServerError" | "ServiceUnavailable" | "ServiceUnavailableException") => {
-            failed(StoreError::Retryable(R::Unavailable))
-        }
+            | "LimitExceededException",
+        ) => retry(R::Throttled),
+        Some("TransactionConflictException" | "ReplicatedWriteConflictException") => retry(R::WriteConflict),
+        Some("InternalServerError" | "ServiceUnavailable" | "ServiceUnavailableException") => retry(R::Unavailable),
         Some("ValidationException" | "SerializationException" | "ItemCollectionSizeLimitExceededException") => {
-            failed(StoreError::Permanent(P::InvalidRequest))
+            permanent(P::InvalidRequest)
         }
-        Some("ResourceNotFoundException") => failed(StoreError::Permanent(P::TableNotFound)),
+        Some("ResourceNotFoundException") => permanent(P::TableNotFound),
         Some(
             "AccessDeniedException"
             | "UnrecognizedClientException"
@@ -138,8 +178,10 @@ pub fn classify_put(status: u16, body: &[u8]) -> PutOutcome {
             | "ExpiredTokenException"
             | "InvalidClientTokenId"
             | "SignatureDoesNotMatch",
-        ) => failed(StoreError::Permanent(P::AccessDenied)),
-        _ => failed(StoreError::Permanent(P::UnexpectedResponse)),
+        ) => permanent(P::AccessDenied),
+        Some(_) => permanent(P::UnknownError),
+        // A 400 without an error type is not DynamoDB's answer.
+        None => retry(R::UnexpectedAnswer),
     }
 }
 
@@ -149,7 +191,11 @@ mod tests {
     use alloc::format;
     use wasm_bindgen_test::wasm_bindgen_test;
 
+    use crate::json::parse;
+    use alloc::string::String;
+
     const ITEM: &str = include_str!("../tests/fixtures/receipt_item.json");
+    const LEGACY_ITEM: &str = include_str!("../tests/fixtures/receipt_item_legacy_map.json");
 
     fn check(status: u16, body: &str, expected: Result<(), StoreError>) {
         let got = match classify_put(status, body.as_bytes()) {
@@ -167,26 +213,60 @@ mod tests {
         let (retry, perm) = (StoreError::Retryable, StoreError::Permanent);
         let typed = |t: &str| format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{t}","message":"m"}}"#);
         check(200, "{}", Ok(()));
-        check(200, "", Err(perm(P::UnexpectedResponse)));
-        check(200, "<html>", Err(perm(P::UnexpectedResponse)));
+        check(200, r#"{"ConsumedCapacity":{"TableName":"t","CapacityUnits":1}}"#, Ok(()));
+        check(200, "", Err(retry(R::UnexpectedAnswer)));
+        check(200, "<html>", Err(retry(R::UnexpectedAnswer)));
+        check(200, "[]", Err(retry(R::UnexpectedAnswer)));
+        check(200, &typed("ValidationException"), Err(retry(R::UnexpectedAnswer)));
+        check(200, r#"{"__type":"anything"}"#, Err(retry(R::UnexpectedAnswer)));
         check(500, "", Err(retry(R::Unavailable)));
         check(503, &typed("ServiceUnavailable"), Err(retry(R::Unavailable)));
         check(429, "", Err(retry(R::Throttled)));
         check(400, &typed("ThrottlingException"), Err(retry(R::Throttled)));
         check(400, &typed("ProvisionedThroughputExceededException"), Err(retry(R::Throttled)));
         check(400, &typed("RequestLimitExceeded"), Err(retry(R::Throttled)));
+        check(400, &typed("LimitExceededException"), Err(retry(R::Throttled)));
+        check(400, &typed("TransactionConflictException"), Err(retry(R::WriteConflict)));
+        check(400, &typed("ReplicatedWriteConflictException"), Err(retry(R::WriteConflict)));
         check(400, &typed("InternalServerError"), Err(retry(R::Unavailable)));
+        check(400, &typed("ServiceUnavailableException"), Err(retry(R::Unavailable)));
         check(400, &typed("ValidationException"), Err(perm(P::InvalidRequest)));
+        check(400, &typed("SerializationException"), Err(perm(P::InvalidRequest)));
+        check(400, &typed("ItemCollectionSizeLimitExceededException"), Err(perm(P::InvalidRequest)));
         check(400, &typed("ResourceNotFoundException"), Err(perm(P::TableNotFound)));
-        check(400, &typed("AccessDeniedException"), Err(perm(P::AccessDenied)));
-        check(400, &typed("UnrecognizedClientException"), Err(perm(P::AccessDenied)));
-        check(403, r#"{"__type":"InvalidSignatureException"}"#, Err(perm(P::UnexpectedResponse)));
+        for denied in [
+            "AccessDeniedException",
+            "UnrecognizedClientException",
+            "InvalidSignatureException",
+            "IncompleteSignatureException",
+            "MissingAuthenticationTokenException",
+            "ExpiredTokenException",
+            "InvalidClientTokenId",
+            "SignatureDoesNotMatch",
+        ] {
+            check(400, &typed(denied), Err(perm(P::AccessDenied)));
+        }
         check(400, r#"{"__type":"InvalidSignatureException"}"#, Err(perm(P::AccessDenied)));
-        check(400, &typed("SomethingNew"), Err(perm(P::UnexpectedResponse)));
-        check(400, "{}", Err(perm(P::UnexpectedResponse)));
-        check(302, "{}", Err(perm(P::UnexpectedResponse)));
+        check(400, &typed("SomethingNew"), Err(perm(P::UnknownError)));
+        check(400, "{}", Err(retry(R::UnexpectedAnswer)));
+        check(400, "not json", Err(retry(R::UnexpectedAnswer)));
+        // Redirects and statuses DynamoDB does not send prove nothing.
+        for status in [301, 302, 303, 307, 308, 401, 403, 404, 204, 201] {
+            check(status, "{}", Err(retry(R::UnexpectedAnswer)));
+        }
+        check(403, r#"{"__type":"InvalidSignatureException"}"#, Err(retry(R::UnexpectedAnswer)));
         // A condition failure without the old item cannot be compared with the new delivery.
-        check(400, &typed("ConditionalCheckFailedException"), Err(perm(P::UnreadableDuplicate)));
+        check(400, &typed("ConditionalCheckFailedException"), Err(retry(R::UnreadableDuplicate)));
+        let without = |drop: &str| {
+            let mut item = parse(ITEM.as_bytes()).unwrap();
+            if let Json::Object(map) = &mut item {
+                map.remove(drop);
+            }
+            format!(r#"{{"__type":"ConditionalCheckFailedException","Item":{}}}"#, item.to_text())
+        };
+        for attribute in ["fingerprint", "status", "receivedAt"] {
+            check(400, &without(attribute), Err(retry(R::UnreadableDuplicate)));
+        }
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -194,16 +274,49 @@ mod tests {
         for type_name in
             ["com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException", "ConditionalCheckFailedException"]
         {
-            let body =
-                format!(r#"{{"__type":"{type_name}","message":"The conditional request failed","Item":{ITEM}}}"#);
-            match classify_put(400, body.as_bytes()) {
-                PutOutcome::Duplicate(receipt) => {
-                    assert_eq!(receipt.submission_id, "sub_8fK2qLw9Xc");
-                    assert_eq!(receipt.received_at, "2026-11-30T06:21:53.123Z");
+            for item in [ITEM, LEGACY_ITEM] {
+                let body =
+                    format!(r#"{{"__type":"{type_name}","message":"The conditional request failed","Item":{item}}}"#);
+                match classify_put(400, body.as_bytes()) {
+                    PutOutcome::Duplicate(existing) => {
+                        assert_eq!(existing.status, ReceiptStatus::Received);
+                        assert_eq!(existing.received_at, "2026-11-30T06:21:53.123Z");
+                        assert!(existing
+                            .fingerprint
+                            .ends_with("c80585abdefd0a19a9b7ae9d1e4c79c10a2765ef34bbad001b781d745ed6097d"));
+                    }
+                    other => panic!("{other:?}"),
                 }
-                other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_duplicate_is_read_whatever_its_payload_holds() {
+        // A payload this code cannot read (another version's, or nested past the body limit)
+        // does not stop the duplicate from being answered.
+        let deep = "[".repeat(40) + &"]".repeat(40);
+        for payload in
+            [String::from(r#"{"S":"not json"}"#), String::from(r#"{"N":"1"}"#), format!(r#"{{"S":"{deep}"}}"#)]
+        {
+            let mut item = parse(ITEM.as_bytes()).unwrap();
+            if let Json::Object(map) = &mut item {
+                map.insert("payload".into(), parse(payload.as_bytes()).unwrap());
+            }
+            let body = format!(r#"{{"__type":"ConditionalCheckFailedException","Item":{}}}"#, item.to_text());
+            assert!(matches!(classify_put(400, body.as_bytes()), PutOutcome::Duplicate(_)), "{payload}");
+        }
+        // A legacy map payload nested as deep as a body may be: 31 body levels, 63 on the wire.
+        let mut nested = String::from(r#"{"S":"x"}"#);
+        for _ in 0..crate::json::MAX_DEPTH {
+            nested = format!(r#"{{"M":{{"a":{nested}}}}}"#);
+        }
+        let mut item = parse(ITEM.as_bytes()).unwrap();
+        if let Json::Object(map) = &mut item {
+            map.insert("payload".into(), crate::json::parse_wire(nested.as_bytes()).unwrap());
+        }
+        let body = format!(r#"{{"__type":"ConditionalCheckFailedException","Item":{}}}"#, item.to_text());
+        assert!(matches!(classify_put(400, body.as_bytes()), PutOutcome::Duplicate(_)));
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -212,19 +325,21 @@ mod tests {
         use RetryableStoreError as R;
         let all = [
             StoreError::Retryable(R::Throttled),
+            StoreError::Retryable(R::WriteConflict),
             StoreError::Retryable(R::Unavailable),
             StoreError::Retryable(R::Timeout),
             StoreError::Retryable(R::Network),
+            StoreError::Retryable(R::UnexpectedAnswer),
+            StoreError::Retryable(R::UnreadableDuplicate),
             StoreError::Permanent(P::InvalidRequest),
             StoreError::Permanent(P::TableNotFound),
             StoreError::Permanent(P::AccessDenied),
-            StoreError::Permanent(P::UnreadableDuplicate),
-            StoreError::Permanent(P::UnexpectedResponse),
+            StoreError::Permanent(P::UnknownError),
         ];
         let mut reasons: alloc::vec::Vec<_> = all.iter().map(|e| e.reason()).collect();
         reasons.sort();
         reasons.dedup();
         assert_eq!(reasons.len(), all.len());
-        assert_eq!(all.iter().filter(|e| e.is_retryable()).count(), 4);
+        assert_eq!(all.iter().filter(|e| e.is_retryable()).count(), 7);
     }
 }

@@ -3,14 +3,19 @@
 //! A record is worth acting on when its new image is a `RECEIVED` receipt: an `INSERT`, or a
 //! `MODIFY` that replaced an expired receipt with a new one. Everything else (the worker's own
 //! `COMPLETED`/`FAILED` updates, TTL deletions, items that are not receipts) is skipped.
+//!
+//! A new image that is there but cannot be read is never taken for a missing one: a missing
+//! image is the stream's configuration (retried, nothing may be skipped for it), an unreadable
+//! one is this receipt's content (poison: marked `FAILED` with a reason, and the shard moves on).
 
 use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt::Write as _;
 
-use crate::dynamo::Item;
+use crate::dynamo::{item_from_wire, Item};
 use crate::envelope::is_valid_submission_id;
-use crate::json::write_string;
+use crate::json::{parse_wire, write_string};
+use crate::key::expected_key;
 use crate::lead::{lead_from_receipt, Lead};
 use crate::receipt::{Receipt, ReceiptStatus};
 
@@ -40,14 +45,82 @@ pub enum RecordAction {
     MissingImage,
 }
 
+/// A record's new image, as the shell found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NewImage {
+    /// The record carries no new image.
+    Absent,
+    /// The record carries one, but it is not DynamoDB JSON this crate reads. The shell reads
+    /// the three top-level string attributes that identify a receipt on its own, when it can.
+    Unreadable {
+        /// `pk`.
+        key: Option<String>,
+        /// `status`.
+        status: Option<String>,
+        /// `receivedAt`.
+        received_at: Option<String>,
+    },
+    /// The image, read.
+    Item(Item),
+}
+
+impl NewImage {
+    /// Reads an image from its wire JSON; `fallback` gives `(pk, status, receivedAt)` read by
+    /// other means, for when the wire JSON cannot be read.
+    pub fn from_wire(
+        wire: &[u8],
+        fallback: impl FnOnce() -> (Option<String>, Option<String>, Option<String>),
+    ) -> NewImage {
+        match parse_wire(wire).ok().map(|json| item_from_wire(&json)) {
+            Some(Ok(item)) => NewImage::Item(item),
+            _ => {
+                let (key, status, received_at) = fallback();
+                NewImage::Unreadable { key, status, received_at }
+            }
+        }
+    }
+
+    /// The submission ID a log line may carry: the item's, or the one in its key.
+    pub fn submission_id(&self) -> Option<&str> {
+        match self {
+            NewImage::Item(item) => item.get("submissionId").and_then(|v| v.as_s()),
+            NewImage::Unreadable { key: Some(key), .. } => submission_id_of_key(key),
+            _ => None,
+        }
+    }
+}
+
+/// The submission ID inside a receipt key (`staticforms:form.submitted:<id>`), which may itself
+/// hold `:`.
+pub fn submission_id_of_key(key: &str) -> Option<&str> {
+    let prefix = expected_key("");
+    key.strip_prefix(prefix.as_str()).filter(|id| !id.is_empty())
+}
+
 /// Decides what to do with a record from its `eventName` and its new image.
-pub fn decide(event_name: &str, new_image: Option<&Item>) -> RecordAction {
+pub fn decide(event_name: &str, new_image: &NewImage) -> RecordAction {
     match event_name {
         "INSERT" | "MODIFY" => {}
         "REMOVE" => return RecordAction::Skip("removed"),
         _ => return RecordAction::Skip("unknown_event"),
     }
-    let Some(image) = new_image else { return RecordAction::MissingImage };
+    let image = match new_image {
+        NewImage::Absent => return RecordAction::MissingImage,
+        NewImage::Unreadable { key: Some(key), status: Some(status), received_at: Some(received_at) } => {
+            if status != ReceiptStatus::Received.as_str() {
+                return RecordAction::Skip("not_received");
+            }
+            return RecordAction::Poison {
+                key: key.clone(),
+                received_at: received_at.clone(),
+                reason: "unreadable_image",
+            };
+        }
+        // Without its key and receivedAt it cannot be marked, and it cannot be a receipt the
+        // edge wrote (those three are plain strings in every receipt).
+        NewImage::Unreadable { .. } => return RecordAction::Skip("not_a_receipt"),
+        NewImage::Item(item) => item,
+    };
     let text = |name: &str| image.get(name).and_then(|v| v.as_s());
     let (Some(key), Some(status), Some(received_at)) = (text("pk"), text("status"), text("receivedAt")) else {
         return RecordAction::Skip("not_a_receipt");
@@ -119,7 +192,7 @@ mod tests {
     }
 
     fn action(event: &str, image: Option<Item>) -> RecordAction {
-        decide(event, image.as_ref())
+        decide(event, &image.map_or(NewImage::Absent, NewImage::Item))
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -166,6 +239,58 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn unreadable_images_are_poison_never_missing() {
+        let some = |s: &str| Some(String::from(s));
+        let key = "staticforms:form.submitted:sub:with/colons";
+        let unreadable = |status: &str| NewImage::Unreadable {
+            key: some(key),
+            status: some(status),
+            received_at: some("2026-11-30T06:21:53.123Z"),
+        };
+        assert_eq!(
+            decide("INSERT", &unreadable("RECEIVED")),
+            RecordAction::Poison {
+                key: key.into(),
+                received_at: "2026-11-30T06:21:53.123Z".into(),
+                reason: "unreadable_image"
+            }
+        );
+        assert_eq!(decide("MODIFY", &unreadable("COMPLETED")), RecordAction::Skip("not_received"));
+        let anonymous = NewImage::Unreadable { key: some(key), status: None, received_at: None };
+        assert_eq!(decide("INSERT", &anonymous), RecordAction::Skip("not_a_receipt"));
+        assert_eq!(decide("REMOVE", &unreadable("RECEIVED")), RecordAction::Skip("removed"));
+        assert_eq!(unreadable("RECEIVED").submission_id(), Some("sub:with/colons"));
+        assert_eq!(submission_id_of_key("staticforms:form.submitted:"), None);
+        assert_eq!(submission_id_of_key("other:key"), None);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn images_read_from_the_wire_at_any_depth_a_receipt_has() {
+        let fallback = || (Some(String::from("k")), Some(String::from("RECEIVED")), Some(String::from("t")));
+        let read = NewImage::from_wire(ITEM.as_bytes(), fallback);
+        assert!(matches!(&read, NewImage::Item(_)));
+        assert!(matches!(decide("INSERT", &read), RecordAction::Apply { .. }));
+        // A legacy map payload 31 body levels deep is 63 levels on the wire.
+        let mut nested = alloc::string::String::from(r#"{"S":"x"}"#);
+        for _ in 0..crate::json::MAX_DEPTH - 2 {
+            nested = alloc::format!(r#"{{"M":{{"a":{nested}}}}}"#);
+        }
+        let legacy = include_str!("../tests/fixtures/receipt_item_legacy_map.json")
+            .replace(r#""attachments": {"L": []}"#, &alloc::format!(r#""attachments": {nested}"#));
+        assert!(matches!(NewImage::from_wire(legacy.as_bytes(), fallback), NewImage::Item(_)));
+        assert_eq!(
+            NewImage::from_wire(b"{\"pk\":{\"Q\":1}}", fallback),
+            NewImage::Unreadable {
+                key: Some("k".into()),
+                status: Some("RECEIVED".into()),
+                received_at: Some("t".into())
+            }
+        );
+        let too_deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(matches!(NewImage::from_wire(too_deep.as_bytes(), fallback), NewImage::Unreadable { .. }));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn record_log_lines() {
         let log = RecordLog {
             sequence_number: "000000000000000000042",
@@ -178,7 +303,7 @@ mod tests {
             log.to_json_line(),
             r#"{"sequenceNumber":"000000000000000000042","submissionId":"sub_1","action":"apply","outcome":"completed","attempt":1}"#
         );
-        let odd = RecordLog { sequence_number: "a b", submission_id: Some("ada@example.com"), ..log };
+        let odd = RecordLog { sequence_number: "a b", submission_id: Some("sub\u{7}1"), ..log };
         assert!(odd.to_json_line().starts_with(r#"{"sequenceNumber":null,"submissionId":null"#));
     }
 }

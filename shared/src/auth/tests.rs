@@ -126,6 +126,24 @@ fn fails_closed_and_reports_the_presented_method() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn challenges_name_the_configured_methods_only() {
+    let full = full_policy();
+    assert_eq!(
+        full.challenge(),
+        r#"Bearer realm="webhooks", Basic realm="webhooks", charset="UTF-8", Header realm="webhooks", Webhook-Signature realm="webhooks""#
+    );
+    let bearer = AuthPolicy { bearer_tokens: full.bearer_tokens.clone(), ..AuthPolicy::default() };
+    assert_eq!(bearer.challenge(), r#"Bearer realm="webhooks""#);
+    let signatures = AuthPolicy { signing_secrets: full.signing_secrets.clone(), ..AuthPolicy::default() };
+    assert_eq!(signatures.challenge(), r#"Webhook-Signature realm="webhooks""#);
+    let header = AuthPolicy { header: full.header.clone(), ..AuthPolicy::default() };
+    assert_eq!(header.challenge(), r#"Header realm="webhooks""#);
+    assert!(!header.challenge().contains("X-Forms-Secret"), "the header's name is not announced");
+    let basic = AuthPolicy { basic_credentials: full.basic_credentials.clone(), ..AuthPolicy::default() };
+    assert_eq!(basic.challenge(), r#"Basic realm="webhooks", charset="UTF-8""#);
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn reasons_are_distinct() {
     use AuthError::*;
     let all = [

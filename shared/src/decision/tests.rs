@@ -26,10 +26,25 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
         (Outcome::NotFound, 404, "not_found", None, None),
         (Outcome::MethodNotAllowed("POST"), 405, "method_not_allowed", Some(("Allow", "POST")), None),
         (Outcome::UnsupportedMediaType, 415, "unsupported_media_type", None, None),
-        (Outcome::PayloadTooLarge, 413, "payload_too_large", None, None),
+        (Outcome::PayloadTooLarge(TooLarge::Body), 413, "payload_too_large", None, Some(("reason", "body_too_large"))),
+        (Outcome::PayloadTooLarge(TooLarge::Item), 413, "payload_too_large", None, Some(("reason", "item_too_large"))),
         (Outcome::BodyUnreadable, 400, "body_unreadable", None, None),
         (Outcome::ConfigInvalid("RECEIPTS_TABLE"), 500, "config_invalid", None, None),
-        (Outcome::Unauthenticated(AuthError::BadSignature), 401, "unauthenticated", None, None),
+        (
+            Outcome::Unauthenticated(AuthError::BadSignature, "Bearer realm=\"webhooks\"".into()),
+            401,
+            "unauthenticated",
+            Some(("WWW-Authenticate", "Bearer realm=\"webhooks\"")),
+            None,
+        ),
+        (
+            Outcome::Unhealthy(HealthProblem::ConfigInvalid("AWS_REGION")),
+            503,
+            "config_invalid",
+            None,
+            Some(("variable", "AWS_REGION")),
+        ),
+        (Outcome::Unhealthy(HealthProblem::AuthNotConfigured), 503, "auth_not_configured", None, None),
         (Outcome::AuthNotConfigured, 500, "auth_not_configured", None, None),
         (
             Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::TooDeep)),
@@ -62,6 +77,7 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
             Some(("status", "COMPLETED")),
         ),
         (Outcome::StoreUnavailable(R::Timeout), 503, "store_unavailable", Some(("Retry-After", "5")), None),
+        (Outcome::StoreUnavailable(R::UnreadableDuplicate), 503, "store_unavailable", Some(("Retry-After", "5")), None),
         (Outcome::StoreMisconfigured(P::AccessDenied), 500, "store_misconfigured", None, None),
     ]
 }
@@ -100,7 +116,14 @@ fn server_errors_carry_no_detail() {
         if status >= 500 {
             let body = parse(response.body.as_bytes()).unwrap();
             let Json::Object(members) = body else { panic!() };
-            assert_eq!(members.keys().map(String::as_str).collect::<Vec<_>>(), ["code", "message"], "{outcome:?}");
+            let keys: Vec<&str> = members.keys().map(String::as_str).collect();
+            // `/healthz` names the variable at fault, and nothing else does.
+            let expected: &[&str] = if matches!(outcome, Outcome::Unhealthy(HealthProblem::ConfigInvalid(_))) {
+                &["code", "message", "variable"]
+            } else {
+                &["code", "message"]
+            };
+            assert_eq!(keys, expected, "{outcome:?}");
             assert!(!response.body.contains("RECEIPTS_TABLE") && !response.body.contains("access"));
         }
     }
@@ -108,10 +131,24 @@ fn server_errors_carry_no_detail() {
 
 #[wasm_bindgen_test(unsupported = test)]
 fn codes_are_unique_per_status() {
-    let mut seen: Vec<(&str, u16)> = rows().iter().map(|r| (r.2, r.1)).collect();
+    // A configuration fault is 500 on a delivery and 503 on `/healthz`; every other code has
+    // one status.
+    let mut seen: Vec<(&str, u16)> =
+        rows().iter().filter(|r| !matches!(r.0, Outcome::Unhealthy(_))).map(|r| (r.2, r.1)).collect();
     seen.sort();
     seen.dedup();
     let mut codes: Vec<&str> = seen.iter().map(|s| s.0).collect();
     codes.dedup();
     assert_eq!(codes.len(), seen.len(), "a code maps to one status");
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn reasons_for_the_log() {
+    assert_eq!(Outcome::PayloadTooLarge(TooLarge::Item).reason(), Some("item_too_large"));
+    assert_eq!(Outcome::PayloadTooLarge(TooLarge::Body).reason(), Some("body_too_large"));
+    assert_eq!(Outcome::Unhealthy(HealthProblem::ConfigInvalid("AWS_REGION")).reason(), Some("AWS_REGION"));
+    assert_eq!(Outcome::Unhealthy(HealthProblem::AuthNotConfigured).reason(), Some("auth_not_configured"));
+    assert_eq!(Outcome::Unauthenticated(AuthError::BadSignature, String::new()).reason(), Some("bad_signature"));
+    assert_eq!(Outcome::StoreUnavailable(R::UnreadableDuplicate).reason(), Some("store_unreadable_duplicate"));
+    assert_eq!(Outcome::Health.reason(), None);
 }

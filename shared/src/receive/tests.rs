@@ -1,12 +1,14 @@
 //! The whole decision path, from request to outcome, with the store's answers as inputs.
 
 use super::*;
+use crate::decision::TooLarge;
 use crate::dynamo::{item_from_wire, item_to_wire};
 use crate::json::{parse, Json};
 use crate::receipt::ReceiptStatus;
 use crate::secret::Credential;
 use crate::store::{classify_put, PermanentStoreError, RetryableStoreError};
 use alloc::format;
+use alloc::string::String;
 use alloc::vec::Vec;
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -79,22 +81,22 @@ fn checks_answer_before_anything_is_written() {
     use crate::key::KeyError as K;
     let p = policy();
     let big = format!("{:1$}", "", 1025);
-    assert_eq!(run(&p, &headers(&[]), &big), respond(Outcome::PayloadTooLarge));
+    assert_eq!(run(&p, &headers(&[]), &big), respond(Outcome::PayloadTooLarge(TooLarge::Body)));
     assert_eq!(run(&p, &headers(&[("Content-Type", "text/plain")]), BODY), respond(Outcome::UnsupportedMediaType));
     assert_eq!(
         run(&p, &headers(&[("Authorization", "Bearer nope")]), BODY),
-        respond(Outcome::Unauthenticated(A::BadBearerToken))
+        respond(Outcome::Unauthenticated(A::BadBearerToken, "Bearer realm=\"webhooks\"".into()))
     );
     assert_eq!(
         run(&p, &headers(&[("Authorization", "")]), BODY),
-        respond(Outcome::Unauthenticated(A::MissingCredentials))
+        respond(Outcome::Unauthenticated(A::MissingCredentials, "Bearer realm=\"webhooks\"".into()))
     );
     let open = Policy { auth: AuthPolicy::default(), ..policy() };
     assert_eq!(run(&open, &headers(&[]), BODY), respond(Outcome::AuthNotConfigured));
     // Authentication comes before the body is interpreted: bad JSON from a stranger is a 401.
     assert_eq!(
         run(&p, &headers(&[("Authorization", "")]), "{"),
-        respond(Outcome::Unauthenticated(A::MissingCredentials))
+        respond(Outcome::Unauthenticated(A::MissingCredentials, "Bearer realm=\"webhooks\"".into()))
     );
     assert_eq!(
         run(&p, &headers(&[]), "{"),
@@ -155,6 +157,26 @@ fn the_store_answer_decides() {
     let changed = BODY.replace("Hello", "Hello again");
     assert_eq!(pending(&changed).finish(classify_put(400, &duplicate_answer(BODY, "RECEIVED"))), Outcome::KeyReused);
 
+    // A receipt stored before fingerprints had versions compares the same way.
+    let unversioned = |body: &str| {
+        let text = String::from_utf8(duplicate_answer(BODY, "RECEIVED")).unwrap();
+        let fresh = parse(pending(body).request.body.as_bytes()).unwrap();
+        let hex = fresh
+            .get("Item")
+            .and_then(|i| i.get("fingerprint"))
+            .and_then(|f| f.get("S"))
+            .and_then(Json::as_str)
+            .unwrap();
+        text.replace(hex, &hex[3..]).into_bytes()
+    };
+    assert!(matches!(put.finish(classify_put(400, &unversioned(BODY))), Outcome::Duplicate(_)));
+    // A fingerprint of a version this code cannot compute: neither 200 nor 422, but retry.
+    let future = String::from_utf8(duplicate_answer(BODY, "RECEIVED")).unwrap().replace("\"v1:", "\"v9:");
+    assert_eq!(
+        put.finish(classify_put(400, future.as_bytes())),
+        Outcome::StoreUnavailable(RetryableStoreError::UnreadableDuplicate)
+    );
+
     assert_eq!(put.finish(classify_put(500, b"")), Outcome::StoreUnavailable(RetryableStoreError::Unavailable));
     assert_eq!(
         put.finish(PutOutcome::Failed(StoreError::Retryable(RetryableStoreError::Timeout))),
@@ -170,9 +192,12 @@ fn the_store_answer_decides() {
 fn no_two_hundred_without_a_stored_or_existing_receipt() {
     // Every store answer that is not "stored" or "duplicate with the same content" is a non-2xx.
     let put = pending(BODY);
-    let answers: [(u16, &[u8]); 8] = [
+    let answers: [(u16, &[u8]); 11] = [
         (200, b""),
         (200, b"not json"),
+        (200, br#"{"__type":"com.amazonaws.dynamodb.v20120810#ValidationException"}"#),
+        (307, b"{}"),
+        (302, b""),
         (201, b"{}"),
         (400, b"{}"),
         (400, br#"{"__type":"ConditionalCheckFailedException"}"#),
@@ -189,4 +214,35 @@ fn no_two_hundred_without_a_stored_or_existing_receipt() {
             response.status
         );
     }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_receipt_that_would_not_fit_is_refused_before_anything_is_written() {
+    let roomy = Policy { max_body_bytes: 1 << 20, ..policy() };
+    let body_of = |message_len: usize| {
+        let message = "m".repeat(message_len);
+        format!(
+            r#"{{"event":"form.submitted","data":{{"submissionId":"sub_8fK2qLw9Xc","formData":{{"message":"{message}"}}}}}}"#
+        )
+    };
+    // Find the largest message that still fits, by the sizing rules, and check both sides.
+    let size_of = |body: &str| match run(&roomy, &headers(&[]), body) {
+        Step::Store(pending) => {
+            let request = parse_wire_body(&pending.request.body);
+            Some(crate::dynamo::item_size(&item_from_wire(request.get("Item").unwrap()).unwrap()))
+        }
+        _ => None,
+    };
+    let base = size_of(&body_of(0)).unwrap();
+    let fits = MAX_RECEIPT_ITEM_BYTES - base;
+    assert_eq!(size_of(&body_of(fits)), Some(MAX_RECEIPT_ITEM_BYTES));
+    assert_eq!(
+        run(&roomy, &headers(&[]), &body_of(fits + 1)),
+        Step::Respond(Outcome::PayloadTooLarge(TooLarge::Item), Some("sub_8fK2qLw9Xc".into()))
+    );
+    assert!(MAX_RECEIPT_ITEM_BYTES < crate::dynamo::MAX_ITEM_BYTES);
+}
+
+fn parse_wire_body(body: &str) -> Json {
+    crate::json::parse_wire(body.as_bytes()).unwrap()
 }

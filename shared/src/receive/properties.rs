@@ -1,0 +1,212 @@
+//! "Accepted means processable", as a property: for arbitrary bodies with a valid-looking
+//! envelope, the core either refuses before writing (a 4xx), or the item it writes satisfies
+//! DynamoDB's documented item rules and every reader downstream reads it back: the stream
+//! decision into the same lead, the duplicate path into a 200.
+
+use super::*;
+use crate::dynamo::{item_from_wire, item_size, item_to_wire, AttributeValue, Item, MAX_ITEM_BYTES};
+use crate::envelope::parse_envelope;
+use crate::json::{parse, parse_wire, Json};
+use crate::key::expected_key;
+use crate::lead::lead_from_receipt;
+use crate::secret::Credential;
+use crate::store::classify_put;
+use crate::stream::{decide, NewImage, RecordAction};
+use alloc::format;
+use alloc::string::ToString;
+use alloc::vec::Vec;
+use proptest::prelude::*;
+
+const NOW: u64 = 1_796_019_713_123;
+
+fn policy() -> Policy {
+    Policy {
+        auth: AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        table: "receipts".into(),
+        retention_days: DEFAULT_RETENTION_DAYS,
+        max_body_bytes: 1 << 20,
+    }
+}
+
+/// A JSON string literal built from pieces that reach every corner: plain text, every control
+/// character escaped, quotes and backslashes, non-BMP characters raw and as surrogate pairs,
+/// and lone surrogate escapes.
+fn string_literal() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => "\\PC{0,6}".prop_map(|s| {
+            let quoted = serde_json::to_string(&s).unwrap();
+            quoted[1..quoted.len() - 1].to_string()
+        }),
+        1 => (0u32..0x20).prop_map(|c| format!("\\u{c:04x}")),
+        1 => prop::sample::select(alloc::vec!["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"])
+            .prop_map(String::from),
+        1 => prop::sample::select(alloc::vec!["😀", "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\ud83d", "\\ude00", "\u{10ffff}", "\u{7f}\u{85}"])
+            .prop_map(String::from),
+    ];
+    prop::collection::vec(piece, 0..5).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+}
+
+/// Number literals past what `i64`, `f64` and DynamoDB hold.
+fn number_literal() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|n| n.to_string()),
+        "-?(0|[1-9][0-9]{0,45})(\\.[0-9]{1,45})?([eE][+-]?[0-9]{1,4})?",
+        prop::sample::select(alloc::vec!["-0", "1e400", "-1E-400", "0.0e-99999", "1e126", "1e-131", "9.9e125"])
+            .prop_map(String::from),
+    ]
+}
+
+/// Object keys: empty, blank, odd punctuation, non-ASCII, escapes.
+fn key_literal() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => string_literal(),
+        1 => prop::sample::select(alloc::vec!["\"\"", "\" \"", "\"a.b\"", "\"#x\"", "\":\"", "\"__proto__\"", "\"M\"", "\"S\""])
+            .prop_map(String::from),
+    ]
+}
+
+/// Any JSON value as text, nested up to `levels`.
+fn value_text() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("false".to_string()),
+        number_literal(),
+        string_literal(),
+    ];
+    leaf.prop_recursive(6, 48, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(|items| format!("[{}]", items.join(","))),
+            prop::collection::vec((key_literal(), inner), 0..5).prop_map(|members| {
+                let members: Vec<String> = members.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
+/// A value wrapped in `levels` objects and arrays, alternating: reaches and passes the limit.
+fn deep_text() -> impl Strategy<Value = String> {
+    (0usize..34, value_text()).prop_map(|(levels, inner)| {
+        let mut text = inner;
+        for level in 0..levels {
+            text = if level % 2 == 0 { format!("{{\"k\":{text}}}") } else { format!("[{text}]") };
+        }
+        text
+    })
+}
+
+/// Submission IDs: ordinary, odd, controls, up to and past 1,024 bytes.
+fn id_literal() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[A-Za-z0-9_]{1,20}".prop_map(|s| format!("\"{s}\"")),
+        2 => string_literal(),
+        1 => (1000usize..1030, prop::sample::select(alloc::vec!["x", "é", "/", "😀"]))
+            .prop_map(|(n, c)| format!("\"{}\"", c.repeat(n / c.len()))),
+    ]
+}
+
+/// Padding that sometimes takes the item past DynamoDB's size.
+fn padding() -> impl Strategy<Value = usize> {
+    prop_oneof![6 => Just(0usize), 1 => 390_000usize..410_000]
+}
+
+fn body_text() -> impl Strategy<Value = (String, String)> {
+    (id_literal(), prop_oneof![value_text(), deep_text()], padding(), number_literal()).prop_map(
+        |(id, form, pad, timestamp)| {
+            let form = format!("{{\"f\":{form},\"name\":\"Ada\",\"email\":\"a@example.com\"}}");
+            let body = format!(
+                "{{\"event\":\"form.submitted\",\"timestamp\":{timestamp},\"data\":{{\"submissionId\":{id},\"formData\":{form},\"apiKey\":\"k\",\"pad\":\"{}\"}}}}",
+                "p".repeat(pad)
+            );
+            (id, body)
+        },
+    )
+}
+
+/// DynamoDB's documented rules for an item this receiver writes: size, key size, numbers,
+/// nesting, non-empty sets. (String values may be empty outside keys.)
+fn satisfies_item_rules(item: &Item) -> Result<(), String> {
+    fn value_ok(value: &AttributeValue, depth: usize) -> Result<(), String> {
+        if depth > 32 {
+            return Err("nested past 32 levels".into());
+        }
+        match value {
+            AttributeValue::N(n) if !crate::decimal::Decimal::parse(n).is_some_and(|d| d.fits_dynamodb()) => {
+                Err(format!("number {n} out of range"))
+            }
+            // "Attribute names must be at least one character long", in maps too.
+            AttributeValue::M(m) if m.keys().any(String::is_empty) => Err("empty attribute name".into()),
+            AttributeValue::M(m) => m.values().try_for_each(|v| value_ok(v, depth + 1)),
+            AttributeValue::L(l) => l.iter().try_for_each(|v| value_ok(v, depth + 1)),
+            AttributeValue::Ss(s) if s.is_empty() => Err("empty set".into()),
+            _ => Ok(()),
+        }
+    }
+    if item_size(item) > MAX_ITEM_BYTES {
+        return Err(format!("item of {} bytes", item_size(item)));
+    }
+    match item.get("pk") {
+        Some(AttributeValue::S(pk)) if !pk.is_empty() && pk.len() <= 2048 => {}
+        other => return Err(format!("partition key {other:?}")),
+    }
+    item.values().try_for_each(|v| value_ok(v, 1))
+}
+
+fn headers_for(id: &str) -> Headers {
+    Headers::new([
+        ("Content-Type", String::from("application/json")),
+        ("Authorization", String::from("Bearer tok")),
+        ("Idempotency-Key", expected_key(id)),
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+    #[test]
+    fn accepted_means_processable((id_literal, body) in body_text()) {
+        let id = match parse(id_literal.as_bytes()) {
+            Ok(Json::String(id)) => id,
+            _ => id_literal.clone(),
+        };
+        let policy = policy();
+        let headers = headers_for(&id);
+        let delivery = Delivery { headers: &headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW };
+        let pending = match receive(&policy, &delivery) {
+            Step::Respond(outcome, _) => {
+                let status = outcome.response().status;
+                prop_assert!((400..500).contains(&status), "refused with {status}: {outcome:?}");
+                return Ok(());
+            }
+            Step::Store(pending) => pending,
+        };
+        // What the edge writes fits DynamoDB.
+        let request = parse_wire(pending.request.body.as_bytes()).unwrap();
+        let item = item_from_wire(request.get("Item").unwrap()).unwrap();
+        prop_assert_eq!(satisfies_item_rules(&item), Ok(()));
+
+        // What the edge accepted, as a lead.
+        let envelope = parse_envelope(body.as_bytes()).unwrap();
+        let accepted = Receipt::new(&envelope, expected_key(&id), "req-1", NOW, DEFAULT_RETENTION_DAYS);
+        let expected_lead = lead_from_receipt(&accepted).unwrap();
+
+        // The stream worker reads the image (wire JSON, as the record carries it) into that lead.
+        let wire = item_to_wire(&item).to_text();
+        let image = NewImage::from_wire(wire.as_bytes(), || (None, None, None));
+        match decide("INSERT", &image) {
+            RecordAction::Apply { lead, receipt } => {
+                prop_assert_eq!(*lead, expected_lead);
+                prop_assert_eq!(receipt.payload, accepted.payload);
+            }
+            other => prop_assert!(false, "the stream worker would {other:?}"),
+        }
+
+        // A retry reads the `ALL_OLD` item back and is acknowledged as a duplicate.
+        let answer = format!(
+            r#"{{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{wire}}}"#
+        );
+        let outcome = pending.finish(classify_put(400, answer.as_bytes()));
+        prop_assert_eq!(outcome.response().status, 200, "{:?}", outcome);
+    }
+}
