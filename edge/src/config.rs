@@ -63,7 +63,7 @@ impl Config {
             None => format!("https://dynamodb.{region}.amazonaws.com"),
             Some(url) => parse_endpoint(&url).ok_or(ConfigError {
                 variable: "DYNAMODB_ENDPOINT",
-                expected: "an http(s)://host[:port] URL with no path",
+                expected: "an https://host[:port] URL with no path (http:// only for 127.0.0.1, localhost or [::1])",
             })?,
         };
         let number = |variable: &'static str,
@@ -140,14 +140,47 @@ impl Config {
     }
 }
 
-/// `scheme://host[:port]` with an optional trailing `/`, for http or https; `None` otherwise.
+/// `scheme://host[:port]` with an optional trailing `/`; `None` otherwise. `https` anywhere;
+/// `http` only to this machine (a local store in development), since receipts carry personal
+/// data and the signature does not hide it.
 fn parse_endpoint(text: &str) -> Option<String> {
     let trimmed = text.strip_suffix('/').unwrap_or(text);
-    let rest = trimmed.strip_prefix("https://").or_else(|| trimmed.strip_prefix("http://"))?;
+    let (rest, secure) = match trimmed.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => (trimmed.strip_prefix("http://")?, false),
+    };
     let valid = !rest.is_empty()
         && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
-    valid.then(|| trimmed.to_owned())
+    (valid && (secure || is_loopback_authority(rest))).then(|| trimmed.to_owned())
 }
+
+/// True if `host[:port]` names this machine: `localhost`, `127.0.0.0/8`, or `[::1]`.
+fn is_loopback_authority(authority: &str) -> bool {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((host, port)) => (host, port.strip_prefix(':').or(port.is_empty().then_some(""))),
+            None => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, Some("")),
+        },
+    };
+    if !port.is_some_and(|p| p.is_empty() || p.parse::<u16>().is_ok_and(|p| p > 0)) {
+        return false;
+    }
+    if host == "::1" {
+        return true;
+    }
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let octets: Vec<&str> = host.split('.').collect();
+    octets.len() == 4
+        && octets[0] == "127"
+        && octets.iter().all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u8>().is_ok())
+}
+
 
 /// An HTTP token: letters, digits and `!#$%&'*+-.^_`|~`.
 fn is_header_name(name: &str) -> bool {
@@ -228,9 +261,40 @@ mod tests {
         check(&[("AWS_REGION", "EU WEST")], Err(("AWS_REGION", "an AWS region such as us-east-1")));
         check(&[("AWS_ACCESS_KEY_ID", "")], Err(("AWS_ACCESS_KEY_ID", "an AWS access key ID")));
         check(&[("AWS_SECRET_ACCESS_KEY", "")], Err(("AWS_SECRET_ACCESS_KEY", "an AWS secret access key")));
-        let endpoint = Err(("DYNAMODB_ENDPOINT", "an http(s)://host[:port] URL with no path"));
+        let endpoint = Err((
+            "DYNAMODB_ENDPOINT",
+            "an https://host[:port] URL with no path (http:// only for 127.0.0.1, localhost or [::1])",
+        ));
         check(&[("DYNAMODB_ENDPOINT", "127.0.0.1:4566")], endpoint);
         check(&[("DYNAMODB_ENDPOINT", "http://host/path")], endpoint);
+        check(&[("DYNAMODB_ENDPOINT", "https://host/path")], endpoint);
+        // Personal data never crosses a network in clear: http only to this machine.
+        for remote in [
+            "http://dynamodb.eu-west-1.amazonaws.com",
+            "http://10.0.0.5:8000",
+            "http://127.0.0.1.example.com",
+            "http://localhost.example.com:4566",
+            "http://128.0.0.1",
+            "http://[::2]:8000",
+            "http://127.0.0.1:0",
+            "http://127.0.0.1:99999",
+            "http://127.0.0.256",
+            "http://[::1",
+        ] {
+            check(&[("DYNAMODB_ENDPOINT", remote)], endpoint);
+        }
+        for local in [
+            "http://127.0.0.1:4566",
+            "http://127.8.9.10",
+            "http://localhost:8000/",
+            "http://LOCALHOST",
+            "http://[::1]:4566",
+            "http://[::1]",
+            "https://dynamodb.eu-west-1.amazonaws.com",
+            "https://ddb.internal.example:8443",
+        ] {
+            check(&[("DYNAMODB_ENDPOINT", local)], Ok(()));
+        }
         check(&[("RETENTION_DAYS", "0")], Err(("RETENTION_DAYS", "whole days from 1 to 3650")));
         check(&[("RETENTION_DAYS", "thirty")], Err(("RETENTION_DAYS", "whole days from 1 to 3650")));
         check(&[("MAX_BODY_BYTES", "2000000")], Err(("MAX_BODY_BYTES", "bytes from 1 to 1048576")));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use shared::put_item::StoreRequest;
 use shared::store::{classify_put, PermanentStoreError, PutOutcome, RetryableStoreError, StoreError};
 use worker::wasm_bindgen::JsValue;
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::config::Config;
 use crate::sigv4::signed_headers;
@@ -49,7 +49,12 @@ fn build(config: &Config, request: &StoreRequest, signed: &[(String, String)]) -
         headers.set(name, value).ok()?;
     }
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&request.body)));
+    // A redirect is never followed: whatever answers for the store with a 3xx proves nothing,
+    // and following it would send the signed request somewhere else (the core answers 503).
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(JsValue::from_str(&request.body)))
+        .with_redirect(RequestRedirect::Manual);
     let url = format!("{}/", config.endpoint);
     Request::new_with_init(&url, &init).ok().map(Fetch::Request)
 }

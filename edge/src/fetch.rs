@@ -4,7 +4,7 @@ use core::future::poll_fn;
 use core::pin::Pin;
 
 use futures_core::Stream;
-use shared::decision::{Outcome, Response as Decision};
+use shared::decision::{HealthProblem, Outcome, Response as Decision, TooLarge};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
 use shared::receive::{declared_too_large, receive, route, Delivery, Route, Step};
@@ -38,22 +38,33 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
 
 /// Runs one request through the core; returns the outcome and, once known, the submission ID.
 async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> (Outcome, Option<String>) {
-    match route(request.method().as_ref(), &request.path()) {
+    let health = match route(request.method().as_ref(), &request.path()) {
         Route::Reject(rejection) => return (rejection.outcome(), None),
-        Route::Health => return (Outcome::Health, None),
-        Route::Webhook => {}
+        Route::Health => true,
+        Route::Webhook => false,
+    };
+    let config = Config::load(|name| env_string(env, name));
+    if health {
+        // Healthy means a delivery would be taken: the configuration loads and names a sender
+        // authentication method. The store is not called (its answer is for deliveries).
+        let outcome = match &config {
+            Err(error) => Outcome::Unhealthy(HealthProblem::ConfigInvalid(error.variable)),
+            Ok(config) if !config.policy.auth.is_configured() => Outcome::Unhealthy(HealthProblem::AuthNotConfigured),
+            Ok(_) => Outcome::Health,
+        };
+        return (outcome, None);
     }
-    let config = match Config::load(|name| env_string(env, name)) {
+    let config = match config {
         Ok(config) => config,
         Err(error) => return (Outcome::ConfigInvalid(error.variable), None),
     };
     let declared = request.headers().get("content-length").ok().flatten();
     if declared_too_large(&config.policy, declared.as_deref()) {
-        return (Outcome::PayloadTooLarge, None);
+        return (Outcome::PayloadTooLarge(TooLarge::Body), None);
     }
     let body = match read_body(&mut request, config.policy.max_body_bytes).await {
         Ok(Some(body)) => body,
-        Ok(None) => return (Outcome::PayloadTooLarge, None),
+        Ok(None) => return (Outcome::PayloadTooLarge(TooLarge::Body), None),
         Err(()) => return (Outcome::BodyUnreadable, None),
     };
     let headers = CoreHeaders::new(request.headers().entries());

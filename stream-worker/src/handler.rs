@@ -5,8 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use shared::dynamo::{item_from_wire, Item};
-use shared::stream::{decide, RecordAction, RecordLog};
+use shared::stream::{decide, submission_id_of_key, NewImage, RecordAction, RecordLog};
 use shared::time::iso8601_millis;
 
 use crate::receipts::{Mark, Marked, ReceiptStore};
@@ -50,18 +49,17 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         let log = |submission_id, action, outcome, attempt| {
             emit(&RecordLog { sequence_number: seq, submission_id, action, outcome, attempt });
         };
-        match decide(&record.event_name, image.as_ref()) {
+        match decide(&record.event_name, &image) {
             RecordAction::Skip(reason) => {
-                let id = image.as_ref().and_then(|i| i.get("submissionId")).and_then(|v| v.as_s());
-                log(id, "skip", reason, 1);
+                log(image.submission_id(), "skip", reason, 1);
                 Ok(())
             }
             RecordAction::MissingImage => {
-                log(None, "skip", "missing_new_image", 1);
+                log(None, "retry", "missing_new_image", 1);
                 Err(Retry)
             }
             RecordAction::Poison { key, received_at, reason } => {
-                let id = key.rsplit(':').next();
+                let id = submission_id_of_key(&key);
                 let outcome = self.finish(&key, &received_at, Mark::Failed(reason)).await;
                 log(id, "poison", outcome.unwrap_or("retry"), 1);
                 outcome.map(|_| ()).ok_or(Retry)
@@ -120,14 +118,21 @@ fn wait_allowed(retry_after: Option<Duration>, deadline: Option<Instant>) -> Opt
     }
 }
 
-/// The record's new image in the core's types; `None` when the record has none.
-fn new_image(record: &EventRecord) -> Option<Item> {
-    if record.change.new_image.is_empty() {
-        return None;
+/// The record's new image in the core's types: absent, read, or present but unreadable (then
+/// with the attributes that identify the receipt, read straight from the event's types).
+fn new_image(record: &EventRecord) -> NewImage {
+    let image = &record.change.new_image;
+    if image.is_empty() {
+        return NewImage::Absent;
     }
-    let wire = serde_json::to_string(&record.change.new_image).ok()?;
-    let json = shared::json::parse(wire.as_bytes()).ok()?;
-    item_from_wire(&json).ok()
+    let wire = serde_json::to_vec(image).unwrap_or_default();
+    NewImage::from_wire(&wire, || {
+        let text = |name: &str| match image.get(name) {
+            Some(serde_dynamo::AttributeValue::S(s)) => Some(s.clone()),
+            _ => None,
+        };
+        (text("pk"), text("status"), text("receivedAt"))
+    })
 }
 
 /// Writes one log line to stdout (CloudWatch, in Lambda).

@@ -19,8 +19,9 @@ pub enum Mark<'a> {
 pub enum Marked {
     /// The receipt was updated.
     Done,
-    /// The receipt is gone (TTL) or was replaced by a newer one: nothing was written, and
-    /// nothing must be, or an expired receipt would come back to life.
+    /// The receipt is gone (TTL), was replaced by a newer one, or is no longer `RECEIVED`:
+    /// nothing was written, and nothing must be, or an expired receipt would come back to life
+    /// or a finished one change its verdict.
     Gone,
 }
 
@@ -66,10 +67,12 @@ impl ReceiptStore for DynamoReceipts {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(key))
-            // The receipt must still exist and be the same one: an unconditional update would
-            // re-create a receipt that TTL deleted.
-            .condition_expression("attribute_exists(pk) AND receivedAt = :receivedAt")
+            // The receipt must still exist, be the same one, and still wait for its lead: an
+            // unconditional update would re-create a receipt that TTL deleted, and a redelivered
+            // record must not turn a COMPLETED receipt into FAILED.
+            .condition_expression("attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :received")
             .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":status", s(status.as_str()))
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":receivedAt", s(received_at));

@@ -61,7 +61,8 @@ impl ReceiptStore for MemoryReceipts {
     ) -> Result<Marked, crate::receipts::ReceiptStoreError> {
         let mut map = self.0.lock().unwrap();
         match map.get_mut(key) {
-            Some((at, status, reason)) if at == received_at => {
+            // As the real update's condition: same receipt, still RECEIVED.
+            Some((at, status, reason)) if at == received_at && *status == "RECEIVED" => {
                 (*status, *reason) = match mark {
                     Mark::Completed => ("COMPLETED", None),
                     Mark::Failed(why) => ("FAILED", Some(why.to_owned())),
@@ -197,4 +198,80 @@ async fn a_stream_without_new_images_is_retried_not_skipped() {
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
     let response = handler.handle(event("keys_only.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000401"]);
+}
+
+/// `insert.json` with its new image changed by `change`.
+fn insert_with(change: impl FnOnce(&mut serde_json::Value)) -> Event {
+    let path = format!("{}/tests/fixtures/insert.json", env!("CARGO_MANIFEST_DIR"));
+    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    change(&mut value["Records"][0]["dynamodb"]["NewImage"]);
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn a_payload_stored_as_text_with_an_odd_id_becomes_a_lead() {
+    let id = "sub/8fK2+:é=";
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key(id), AT)]) };
+    let event = insert_with(|image| {
+        // Nested 24 levels, a number no f64 or DynamoDB number holds, the ID as the sender sent it.
+        let deep = "[".repeat(20) + r#"{"x":1e400}"# + &"]".repeat(20);
+        let payload = format!(
+            r#"{{"data":{{"formData":{{"deep":{deep},"name":"Ada"}},"submissionId":{}}},"event":"form.submitted"}}"#,
+            serde_json::to_string(id).unwrap()
+        );
+        image["payload"] = serde_json::json!({ "S": payload });
+        image["pk"] = serde_json::json!({"S": key(id)});
+        image["submissionId"] = serde_json::json!({"S": id});
+    });
+    assert!(failures(&handler.handle(event, None).await).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), [id]);
+    assert_eq!(handler.receipts.status(id), Some(("COMPLETED", None)));
+}
+
+#[tokio::test]
+async fn a_map_payload_nested_as_deep_as_a_body_may_be_is_read() {
+    // Receipts stored before payloads became text: 31 body levels are 63 on the wire.
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let event = insert_with(|image| {
+        let mut nested = serde_json::json!({"S": "x"});
+        for _ in 0..shared::json::MAX_DEPTH - 3 {
+            nested = serde_json::json!({"M": {"a": nested}});
+        }
+        image["payload"]["M"]["data"]["M"]["formData"]["M"]["deep"] = nested;
+    });
+    assert!(failures(&handler.handle(event, None).await).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+}
+
+#[tokio::test]
+async fn an_unreadable_image_is_poison_not_a_missing_one() {
+    let handler = Handler {
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT), (&key("sub_2"), AT)]),
+    };
+    // Present, but no DynamoDB JSON this code reads (an `N` that is no number).
+    let event = insert_with(|image| image["payload"] = serde_json::json!({"N": "not a number"}));
+    assert!(failures(&handler.handle(event, None).await).is_empty(), "not retried");
+    assert_eq!(handler.receipts.status("sub_1"), Some(("FAILED", Some("unreadable_image".into()))));
+    assert!(handler.sink.upserts.lock().unwrap().is_empty());
+    // A payload string that is not JSON: the receipt is unreadable, also poison.
+    let event = insert_with(|image| {
+        image["payload"] = serde_json::json!({"S": "{not json"});
+        image["pk"] = serde_json::json!({"S": key("sub_2")});
+        image["submissionId"] = serde_json::json!({"S": "sub_2"});
+    });
+    assert!(failures(&handler.handle(event, None).await).is_empty());
+    assert_eq!(handler.receipts.status("sub_2"), Some(("FAILED", Some("unreadable_receipt".into()))));
+}
+
+#[tokio::test]
+async fn a_redelivered_record_never_changes_a_finished_receipt() {
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    // The same record again, now refused by the sink: the receipt stays COMPLETED.
+    handler.sink.fail("sub_1", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
+    assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
 }

@@ -42,10 +42,24 @@ pub fn fields(lead: &Lead) -> serde_json::Value {
     })
 }
 
+/// `text` percent-encoded as one URL path segment: every byte but RFC 3986's unreserved
+/// characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, so `/`, `?`, `#`, `%` and non-ASCII stay in it.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 impl LeadSink for Salesforce {
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
-        // Submission IDs are letters, digits and `_-.:`, all safe in a path segment.
-        let url = format!("{}/{}", self.base, lead.external_id);
+        // Submission IDs may hold any character but controls: one path segment, percent-encoded.
+        let url = format!("{}/{}", self.base, path_segment(&lead.external_id));
         let request = self.client.patch(url).bearer_auth(&self.token).json(&fields(lead));
         let response = request.send().await.map_err(|e| transport_error(&e))?;
         match response.status().as_u16() {
@@ -56,5 +70,17 @@ impl LeadSink for Salesforce {
                 Err(classify_status(status, retry_after))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_one_encoded_path_segment() {
+        assert_eq!(path_segment("sub_8fK2qLw9Xc"), "sub_8fK2qLw9Xc");
+        assert_eq!(path_segment("a/b?c#d%e f:g+h=i"), "a%2Fb%3Fc%23d%25e%20f%3Ag%2Bh%3Di");
+        assert_eq!(path_segment("é~.-"), "%C3%A9~.-");
     }
 }
