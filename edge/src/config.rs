@@ -181,7 +181,6 @@ fn is_loopback_authority(authority: &str) -> bool {
         && octets.iter().all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u8>().is_ok())
 }
 
-
 /// An HTTP token: letters, digits and `!#$%&'*+-.^_`|~`.
 fn is_header_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))

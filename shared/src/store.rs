@@ -138,7 +138,8 @@ pub fn classify_put(status: u16, body: &[u8]) -> PutOutcome {
     if status == 429 {
         return retry(R::Throttled);
     }
-    if status != 200 && status != 400 {
+    // DynamoDB answers errors with 400 (AWS's front end sends some signature errors as 403).
+    if !matches!(status, 200 | 400 | 403) {
         return retry(R::UnexpectedAnswer);
     }
     // The wire form of an `ALL_OLD` item nests deeper than the body it holds.
@@ -251,10 +252,11 @@ mod tests {
         check(400, "{}", Err(retry(R::UnexpectedAnswer)));
         check(400, "not json", Err(retry(R::UnexpectedAnswer)));
         // Redirects and statuses DynamoDB does not send prove nothing.
-        for status in [301, 302, 303, 307, 308, 401, 403, 404, 204, 201] {
+        for status in [301, 302, 303, 307, 308, 401, 403, 404, 204, 201, 100] {
             check(status, "{}", Err(retry(R::UnexpectedAnswer)));
         }
-        check(403, r#"{"__type":"InvalidSignatureException"}"#, Err(retry(R::UnexpectedAnswer)));
+        check(403, r#"{"__type":"InvalidSignatureException"}"#, Err(perm(P::AccessDenied)));
+        check(403, "<html>Forbidden</html>", Err(retry(R::UnexpectedAnswer)));
         // A condition failure without the old item cannot be compared with the new delivery.
         check(400, &typed("ConditionalCheckFailedException"), Err(retry(R::UnreadableDuplicate)));
         let without = |drop: &str| {

@@ -99,7 +99,11 @@ fn concurrent_identical_deliveries_store_one_receipt() {
     let items = s.store.scan(TABLE);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["status"]["S"], "RECEIVED");
-    assert_eq!(items[0]["payload"]["M"]["data"]["M"]["apiKey"]["S"], "[redacted]");
+    // The payload is stored as JSON text, with the sender's API key redacted.
+    let payload: Value = serde_json::from_str(items[0]["payload"]["S"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["data"]["apiKey"], "[redacted]");
+    assert_eq!(payload["data"]["submissionId"], "sub_concurrent");
+    assert!(items[0]["fingerprint"]["S"].as_str().unwrap().starts_with("v1:"));
 }
 
 #[test]
@@ -151,6 +155,14 @@ fn every_auth_method_is_checked_and_nothing_is_written_for_a_wrong_one() {
         assert_eq!(answer.status, expected, "{id}: {}", answer.body);
         if expected == 401 {
             assert_eq!(answer.json()["code"], "unauthenticated");
+            // RFC 9110: a 401 names the ways to authenticate that are configured.
+            assert_eq!(
+                answer.header("WWW-Authenticate"),
+                Some(
+                    r#"Bearer realm="webhooks", Basic realm="webhooks", charset="UTF-8", Header realm="webhooks", Webhook-Signature realm="webhooks""#
+                ),
+                "{id}"
+            );
         }
     }
     // Standard Webhooks: right key, wrong key, stale timestamp.
@@ -177,7 +189,8 @@ fn a_signature_the_store_rejects_is_never_a_success() {
     let wrong = AccessKey { id: s.key.id.clone(), secret: "not-the-secret".into() };
     let edge = Edge::start(&bindings(&s.store.endpoint(), &wrong, &[]));
     let answer = deliver(&edge, &headers("sub_badsig"), &body("sub_badsig"));
-    assert!(matches!(answer.status, 500 | 503), "{}: {}", answer.status, answer.body);
+    // The store refuses the signature: a configuration fault (500), not a passing one.
+    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("store_misconfigured")), "{}", answer.body);
     assert!(s.store.scan(TABLE).is_empty());
 }
 
@@ -295,6 +308,17 @@ fn a_broken_configuration_answers_500_and_never_accepts() {
     assert_eq!(logs.len(), 1);
     assert!(logs[0].starts_with("error ") && logs[0].contains("RETENTION_DAYS"), "{logs:?}");
     assert!(!logs[0].contains("forever"));
+    // A deploy can be checked: /healthz names the variable (never its value), without the store.
+    let health = edge.request("GET", "/healthz", &[], &[]);
+    assert_eq!(health.status, 503, "{}", health.body);
+    assert_eq!(health.json()["code"], "config_invalid");
+    assert_eq!(health.json()["variable"], "RETENTION_DAYS");
+    assert!(!health.body.contains("forever"));
+    assert_eq!(edge.request("HEAD", "/healthz", &[], &[]).status, 503);
+    // An endpoint in clear text off this machine is a configuration fault too.
+    let remote = Edge::start(&bindings("http://dynamodb.example.com", &key, &[]));
+    let health = remote.request("GET", "/healthz", &[], &[]);
+    assert_eq!((health.status, health.json()["variable"].clone()), (503, json!("DYNAMODB_ENDPOINT")));
 
     let no_auth: Vec<_> = bindings("http://127.0.0.1:9", &key, &[])
         .into_iter()
@@ -303,6 +327,8 @@ fn a_broken_configuration_answers_500_and_never_accepts() {
     let edge = Edge::start(&no_auth);
     let answer = deliver(&edge, &headers("sub_config"), &body("sub_config"));
     assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("auth_not_configured")));
+    let health = edge.request("GET", "/healthz", &[], &[]);
+    assert_eq!((health.status, health.json()["code"].clone()), (503, json!("auth_not_configured")));
 }
 
 #[test]
@@ -323,7 +349,8 @@ fn log_lines_hold_no_secret_and_no_form_content() {
     );
     send(
         headers("sub_log4"),
-        b"{\"event\":\"form.submitted\",\"data\":{\"submissionId\":\"ada.integration@example.com\"}}".to_vec(),
+        // An ID the envelope refuses (it holds a control character) is not logged.
+        b"{\"event\":\"form.submitted\",\"data\":{\"submissionId\":\"ada.integration@example.com\\n\"}}".to_vec(),
     );
     let logs = s.edge.logs(sent);
     assert_eq!(logs.len(), sent, "one line per request: {logs:#?}");
@@ -359,4 +386,59 @@ fn log_lines_hold_no_secret_and_no_form_content() {
         outcomes,
         ["stored", "duplicate", "idempotency_key_reused", "unauthenticated", "stored", "invalid_envelope"]
     );
+}
+
+#[test]
+fn store_answers_that_prove_nothing_are_503_and_redirects_are_not_followed() {
+    let s = stack();
+    let proxy = FaultProxy::start(s.store.port);
+    let edge = Edge::start(&bindings(&proxy.endpoint(), &s.key, &[]));
+    let cases = [
+        (
+            "200 with an error type",
+            Mode::Answer(200, r#"{"__type":"com.amazonaws.dynamodb.v20120810#ValidationException"}"#.into()),
+        ),
+        ("200 empty", Mode::Answer(200, String::new())),
+        ("200 not json", Mode::Answer(200, "<html>ok</html>".into())),
+        // Following this would send the signed PutItem on to the real store and store it.
+        ("307 to the store", Mode::Redirect(307, format!("{}/", s.store.endpoint()))),
+        ("302 to the store", Mode::Redirect(302, format!("{}/", s.store.endpoint()))),
+    ];
+    for (name, mode) in cases {
+        proxy.set(mode);
+        let answer = deliver(&edge, &headers("sub_proof"), &body("sub_proof"));
+        assert_eq!(
+            (answer.status, answer.json()["code"].clone()),
+            (503, json!("store_unavailable")),
+            "{name}: {}",
+            answer.body
+        );
+        assert_eq!(answer.header("Retry-After"), Some("5"), "{name}");
+        assert!(s.store.scan(TABLE).is_empty(), "{name}: nothing was stored");
+    }
+    assert_eq!(proxy.forwarded.load(std::sync::atomic::Ordering::Relaxed), 0);
+    proxy.set(Mode::PassThrough);
+    assert_eq!(deliver(&edge, &headers("sub_proof"), &body("sub_proof")).status, 202);
+}
+
+#[test]
+fn a_body_whose_receipt_would_not_fit_is_refused_before_writing() {
+    let s = stack();
+    let edge = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("MAX_BODY_BYTES", "1048576")]));
+    let with_message = |id: &str, len: usize| delivery::body(id, &"m".repeat(len), delivery::now_secs());
+    let too_big = with_message("sub_huge", 450_000);
+    let answer = deliver(&edge, &headers("sub_huge"), &too_big);
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert_eq!(answer.json()["code"], "payload_too_large");
+    assert_eq!(answer.json()["reason"], "item_too_large");
+    // Under the limit by the sizing rules: stored, and a retry reads it back.
+    let large = with_message("sub_large", 390_000);
+    assert_eq!(deliver(&edge, &headers("sub_large"), &large).status, 202);
+    assert_eq!(deliver(&edge, &headers("sub_large"), &large).status, 200);
+    let stored: Vec<String> =
+        s.store.scan(TABLE).iter().map(|i| i["submissionId"]["S"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(stored, ["sub_large"]);
+    // Over MAX_BODY_BYTES is still 413 for the body itself.
+    let answer = deliver(&edge, &headers("sub_huger"), &with_message("sub_huger", 1_100_000));
+    assert_eq!((answer.status, answer.json()["reason"].clone()), (413, json!("body_too_large")));
 }

@@ -33,12 +33,17 @@ struct Path {
 }
 
 async fn path() -> Path {
+    path_with(&[]).await
+}
+
+/// [`path`] with more Worker bindings.
+async fn path_with(extra: &[(&'static str, String)]) -> Path {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let edge_key = store.iam_access_key("edge");
     let worker_key: AccessKey = store.iam_access_key("worker");
     let proxy = FaultProxy::start(store.port);
-    let edge = Edge::start(&[
+    let mut bindings = vec![
         ("RECEIPTS_TABLE", TABLE.into()),
         ("AWS_REGION", "us-east-1".into()),
         ("DYNAMODB_ENDPOINT", proxy.endpoint()),
@@ -50,7 +55,9 @@ async fn path() -> Path {
         ("WEBHOOK_HEADER_NAME", HEADER_NAME.into()),
         ("WEBHOOK_HEADER_VALUES", HEADER_VALUE.into()),
         ("WEBHOOK_SIGNING_SECRETS", delivery::signing_secret()),
-    ]);
+    ];
+    bindings.extend(extra.iter().cloned());
+    let edge = Edge::start(&bindings);
     let config = sdk_config(&store, &worker_key).await;
     Path { store, proxy, edge, config, dir: TempDir::new("path") }
 }
@@ -299,4 +306,120 @@ async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
     worker::drain(&p.poller(), &handler).await;
     assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 2)], "the sink's key kept it to one lead");
     assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
+}
+
+/// A delivery body for `id` with `form_data` as raw JSON text (so numbers and keys are exactly
+/// as written).
+fn raw_body(id: &str, form_data: &str) -> Vec<u8> {
+    format!(
+        r#"{{"event":"form.submitted","timestamp":{},"data":{{"submissionId":{},"formData":{form_data},"apiKey":"k"}}}}"#,
+        delivery::now_secs(),
+        serde_json::to_string(id).unwrap()
+    )
+    .into_bytes()
+}
+
+/// `levels` levels of nesting in all, counting the body and `data` and `formData` themselves.
+fn nested_form(levels: usize) -> String {
+    let mut value = String::from(r#""bottom""#);
+    for level in 0..levels - 3 {
+        value = if level % 2 == 0 { format!(r#"{{"k":{value}}}"#) } else { format!("[{value}]") };
+    }
+    format!(r#"{{"name":"Deep","email":"deep@example.com","deep":{value}}}"#)
+}
+
+#[tokio::test]
+async fn odd_but_valid_deliveries_become_one_lead_each_or_a_4xx_before_any_write() {
+    let p = path_with(&[("MAX_BODY_BYTES", "1048576".into())]).await;
+    let handler = p.sqlite_handler().await;
+    let long_id = "L".repeat(1000);
+    let accepted: Vec<(String, Vec<u8>)> = vec![
+        ("e2e_nest14".into(), raw_body("e2e_nest14", &nested_form(14))),
+        ("e2e_nest16".into(), raw_body("e2e_nest16", &nested_form(16))),
+        ("e2e_nest24".into(), raw_body("e2e_nest24", &nested_form(24))),
+        ("e2e_nest31".into(), raw_body("e2e_nest31", &nested_form(31))),
+        (
+            "e2e_keys".into(),
+            raw_body(
+                "e2e_keys",
+                r##"{"":"empty","  ":"blank","a.b":1,"#x":2,":":3,"é😀":4,"M":{"S":"not a type"},"name":"Keys"}"##,
+            ),
+        ),
+        (
+            "e2e_numbers".into(),
+            raw_body(
+                "e2e_numbers",
+                r#"{"big":123456789012345678901234567890123456789,"huge":1e400,"tiny":-1E-400,"zero":-0,"exp":9.9e125,"name":"Numbers"}"#,
+            ),
+        ),
+        ("sub/8fK2".into(), raw_body("sub/8fK2", r#"{"name":"Slash"}"#)),
+        ("a+b=c==".into(), raw_body("a+b=c==", r#"{"name":"Base64"}"#)),
+        (long_id.clone(), raw_body(&long_id, r#"{"name":"Long"}"#)),
+        (
+            "e2e_large".into(),
+            raw_body("e2e_large", &format!(r#"{{"name":"Large","message":"{}"}}"#, "m".repeat(380_000))),
+        ),
+    ];
+    for (id, body) in &accepted {
+        let answer = p.send_body(id, body);
+        assert_eq!(answer.status, 202, "{}: {}", &id[..id.len().min(40)], answer.body);
+        let retry = p.send_body(id, body);
+        assert_eq!(
+            (retry.status, retry.json()["duplicate"].clone()),
+            (200, json!(true)),
+            "{}",
+            &id[..id.len().min(40)]
+        );
+    }
+    // Refused before any write, each with a reason a person can act on.
+    let refused: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        ("e2e_nest32", raw_body("e2e_nest32", &nested_form(32)), 400, "too_deep"),
+        ("e2e_dupkey", raw_body("e2e_dupkey", r#"{"a":1,"a":2}"#), 400, "duplicate_key"),
+        (
+            "e2e_toolarge",
+            raw_body("e2e_toolarge", &format!(r#"{{"message":"{}"}}"#, "m".repeat(420_000))),
+            413,
+            "item_too_large",
+        ),
+    ];
+    for (id, body, status, reason) in &refused {
+        let answer = p.send_body(id, body);
+        assert_eq!((answer.status, answer.json()["reason"].clone()), (*status, json!(reason)), "{id}: {}", answer.body);
+    }
+    let too_long = "L".repeat(1025);
+    let answer = p.send_body(&too_long, &raw_body(&too_long, "{}"));
+    assert_eq!((answer.status, answer.json()["reason"].clone()), (400, json!("invalid_submission_id")));
+    // Ordinary deliveries sent after all of that become leads in the same pass.
+    for i in 0..5 {
+        assert_eq!(p.send(&format!("e2e_after_{i}")).status, 202);
+    }
+    worker::drain(&p.poller(), &handler).await;
+    let mut expected: Vec<String> = accepted.iter().map(|(id, _)| id.clone()).collect();
+    expected.extend((0..5).map(|i| format!("e2e_after_{i}")));
+    expected.sort();
+    let receipts = p.receipts_now();
+    assert_eq!(ids(&receipts), expected, "nothing refused was stored");
+    assert!(
+        receipts.iter().all(|(_, status)| status == "COMPLETED"),
+        "{:?}",
+        receipts.iter().filter(|r| r.1 != "COMPLETED").map(|r| (&r.0[..r.0.len().min(40)], &r.1)).collect::<Vec<_>>()
+    );
+    let leads = p.sqlite_leads();
+    assert_eq!(ids(&leads), expected, "one lead per accepted delivery");
+    assert!(leads.iter().all(|(_, count)| *count == 1), "each written once");
+    // The odd values arrived as sent.
+    let connection = rusqlite::Connection::open(p.dir.0.join("leads.db")).unwrap();
+    let extra = |id: &str| -> serde_json::Value {
+        let text: String =
+            connection.query_row("SELECT extra FROM leads WHERE external_id = ?1", [id], |r| r.get(0)).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    assert_eq!(extra("e2e_keys")[""], "empty");
+    assert_eq!(extra("e2e_keys")["M"], json!({"S": "not a type"}));
+    let numbers: String =
+        connection.query_row("SELECT extra FROM leads WHERE external_id = 'e2e_numbers'", [], |r| r.get(0)).unwrap();
+    assert!(numbers.contains("123456789012345678901234567890123456789") && numbers.contains("1e400"), "{numbers}");
+    let deep: String =
+        connection.query_row("SELECT extra FROM leads WHERE external_id = 'e2e_nest31'", [], |r| r.get(0)).unwrap();
+    assert!(deep.contains("bottom"), "{deep}");
 }

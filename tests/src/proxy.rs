@@ -21,6 +21,8 @@ pub enum Mode {
     Hang,
     /// Answer with this status and body without forwarding.
     Answer(u16, String),
+    /// Answer with this redirect status and `Location`, without forwarding.
+    Redirect(u16, String),
 }
 
 /// A proxy on 127.0.0.1, stopped when dropped.
@@ -96,6 +98,13 @@ fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &Ato
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let Some(request) = read_message(&mut client) else { return };
+    if let Mode::Redirect(status, location) = mode {
+        let response = format!(
+            "HTTP/1.1 {status} Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        let _ = client.write_all(response.as_bytes());
+        return;
+    }
     if let Mode::Answer(status, body) = mode {
         let response = format!(
             "HTTP/1.1 {status} Fault\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
