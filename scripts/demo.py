@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make demo`: play a delivery scenario against the running local stack and show the result.
 
-New deliveries, sequential retries, 20 concurrent copies of one delivery, a wrong key, a wrong
-token, the same key with a changed body. Then it waits for the stream worker and prints what
+New deliveries, sequential retries, 20 concurrent copies of one delivery, odd but valid
+deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a wrong
+key, a wrong token, the same key with a changed body. Then it waits for the stream worker and prints what
 happened: requests by status, receipts by status, leads, and whether leads == unique
 submissions. Standard library only; talks to 127.0.0.1 only.
 """
@@ -39,13 +40,13 @@ def post(url, headers, body):
         sys.exit(f"demo: the edge at {url} does not answer ({error}); is `make dev` running?")
 
 
-def delivery(submission_id, message="Hello from the demo"):
+def delivery(submission_id, message="Hello from the demo", extra=None):
     return json.dumps({
         "event": "form.submitted",
         "timestamp": int(time.time()),
         "data": {
             "submissionId": submission_id,
-            "formData": {"name": "Demo Visitor", "email": "visitor@example.com", "message": message},
+            "formData": {"name": "Demo Visitor", "email": "visitor@example.com", "message": message, **(extra or {})},
             "apiKey": "sf_demo_key",
             "recipientEmail": "owner@example.com",
             "attachments": [],
@@ -111,16 +112,29 @@ def main():
     body = delivery(hot)
     with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
         list(pool.map(lambda _: send(hot, body), range(20)))
+    print("  odd but valid: nested 24 levels, odd keys, a number past DynamoDB's range, an ID with / ...")
+    deep = "bottom"
+    for level in range(21):
+        deep = {"k": deep} if level % 2 == 0 else [deep]
+    odd_keys = {"": "empty key", "a.b": 1, "#x": 2, "M": {"S": "not a type"}}
+    odd = [f"{run}_deep", f"{run}/slash+plus="]
+    send(odd[0], body=delivery(odd[0], extra={"deep": deep, **odd_keys}))
+    huge = delivery(odd[1]).replace(b'"message": ', b'"big": 1e400, "message": ')
+    send(odd[1], body=huge)
+    send(odd[1], body=huge)
     print("  a wrong idempotency key, a wrong token, the same key with a changed body ...")
     send(ids[0], key=f"staticforms:form.submitted:{run}_other")
     send(f"{run}_intruder", token="not-the-token")
     send(ids[1], body=delivery(ids[1], message="a different message"))
 
-    unique = set(ids) | {hot}
+    unique = set(ids) | {hot} | set(odd)
+
+    def completed():
+        return sum(1 for i in scan_receipts(stack, run) if i["status"]["S"] == "COMPLETED")
+
     deadline = time.time() + 30
-    while time.time() < deadline and len(leads(stack, run)) < len(unique):
+    while time.time() < deadline and (len(leads(stack, run)) < len(unique) or completed() < len(unique)):
         time.sleep(0.25)
-    time.sleep(0.5)  # let the last receipt updates land
     receipts = collections.Counter(i["status"]["S"] for i in scan_receipts(stack, run))
     lead_rows = leads(stack, run)
 
@@ -134,7 +148,8 @@ def main():
         print(f"    {status:<26}{receipts.get(status, 0):>5}")
     print(f"  {'leads':<30}{len(lead_rows):>5}")
     print(f"  {'unique submissions':<30}{len(unique):>5}")
-    equal = len(lead_rows) == len(unique) == sum(receipts.values())
+    # Every submission: one lead, and its receipt COMPLETED (not merely stored).
+    equal = len(lead_rows) == len(unique) == receipts.get("COMPLETED", 0) == sum(receipts.values())
     print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
     sys.exit(0 if equal else 1)
 
