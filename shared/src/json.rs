@@ -432,6 +432,27 @@ pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// [`write_string`], with every character outside printable ASCII escaped as `\uXXXX` (a
+/// surrogate pair above U+FFFF): for log lines, where a raw line separator, a bidirectional
+/// override or an invisible character could make a viewer show what is not there.
+pub fn write_ascii_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,6 +539,16 @@ mod tests {
         let mut out = String::new();
         write_string("\u{7f}\u{80}é", &mut out);
         assert_eq!(out, "\"\u{7f}\u{80}é\"");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn ascii_strings_escape_everything_else_and_read_back() {
+        let text = "a\"\\/\n\u{7f}é\u{2028}\u{202e}😀~";
+        let mut out = String::new();
+        write_ascii_string(text, &mut out);
+        assert_eq!(out, r#""a\"\\/\u000a\u007f\u00e9\u2028\u202e\ud83d\ude00~""#);
+        assert!(out.bytes().all(|b| (0x20..0x7f).contains(&b)));
+        assert_eq!(parse(out.as_bytes()), Ok(Json::String(text.to_string())));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -1,14 +1,15 @@
 //! The log record for one request: identifiers, outcome, status, duration, and nothing else.
 //!
-//! The record has no field that could hold a credential, a header or form content, and the
-//! identifiers it does hold are checked to be short and plain, so no log line built from it
-//! can leak what the sender sent.
+//! The record has no field that could hold a credential, a header or form content. The request
+//! ID is checked to be short and plain; the submission ID (any text without control characters,
+//! as the sender chose it) is written with everything outside printable ASCII escaped, so a
+//! line is always one line and shows what it holds.
 
 use alloc::string::String;
 use core::fmt::Write as _;
 
 use crate::envelope::is_valid_submission_id;
-use crate::json::write_string;
+use crate::json::{write_ascii_string, write_string};
 
 /// One request's log line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl LogRecord {
         }
         line.push_str(",\"submissionId\":");
         match self.submission_id.as_deref().filter(|id| is_valid_submission_id(id)) {
-            Some(id) => write_string(id, &mut line),
+            Some(id) => write_ascii_string(id, &mut line),
             None => line.push_str("null"),
         }
         line.push_str(",\"outcome\":");
@@ -116,6 +117,7 @@ mod tests {
         };
         let line = record.to_json_line();
         assert!(!line.contains('\n'));
+        assert!(line.is_ascii(), "{line}");
         let parsed = crate::json::parse(line.as_bytes()).unwrap();
         assert_eq!(parsed.get("submissionId").and_then(crate::json::Json::as_str), Some("sub/\"x\"\\é😀"));
     }

@@ -79,9 +79,11 @@ pub enum RetryableStoreError {
 /// Store failures that need a person (500).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PermanentStoreError {
-    /// The request was refused as malformed (`ValidationException`, `SerializationException`,
-    /// `ItemCollectionSizeLimitExceededException`). The core checks items before writing, so
-    /// this means the core and the store disagree: a defect or a misconfigured table.
+    /// The request was refused as malformed (`ValidationException`, `SerializationException`),
+    /// or the table's design refuses it (`ItemCollectionSizeLimitExceededException`: a local
+    /// secondary index's 10 GB collection is full). The core checks each item against
+    /// DynamoDB's rules before writing, so a validation error means the core and the store
+    /// disagree: a defect or a misconfigured table.
     InvalidRequest,
     /// The table does not exist (`ResourceNotFoundException`).
     TableNotFound,

@@ -14,7 +14,7 @@ use core::fmt::Write as _;
 
 use crate::dynamo::{item_from_wire, Item};
 use crate::envelope::is_valid_submission_id;
-use crate::json::{parse_wire, write_string};
+use crate::json::{parse_wire, write_ascii_string, write_string};
 use crate::key::expected_key;
 use crate::lead::{lead_from_receipt, Lead};
 use crate::receipt::{Receipt, ReceiptStatus};
@@ -166,7 +166,7 @@ impl RecordLog<'_> {
         }
         line.push_str(",\"submissionId\":");
         match self.submission_id.filter(|id| is_valid_submission_id(id)) {
-            Some(id) => write_string(id, &mut line),
+            Some(id) => write_ascii_string(id, &mut line),
             None => line.push_str("null"),
         }
         line.push_str(",\"action\":");

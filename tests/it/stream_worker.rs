@@ -311,3 +311,30 @@ async fn the_webhook_sink_posts_the_lead_with_the_receipt_key() {
     let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
     assert_eq!(body["externalId"], "sub_wh");
 }
+
+/// A sink that refuses every lead for good.
+struct RefusingSink;
+
+impl LeadSink for RefusingSink {
+    async fn upsert(&self, _lead: &Lead, _key: &str) -> Result<(), SinkError> {
+        Err(SinkError::Permanent { reason: "sink_rejected" })
+    }
+}
+
+#[tokio::test]
+async fn a_redelivered_record_never_turns_a_completed_receipt_into_failed() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    w.deliver("sub_done");
+    worker::drain(&w.poller(), &Handler { sink, receipts: w.receipts() }).await;
+    assert_eq!(w.status("sub_done"), Some(("COMPLETED".into(), None)));
+    // The stream delivers the INSERT again; this time the sink refuses the lead. The update
+    // against the real store must not apply: the receipt is no longer RECEIVED.
+    std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
+    worker::drain(&w.poller(), &Handler { sink: RefusingSink, receipts: w.receipts() }).await;
+    assert_eq!(w.status("sub_done"), Some(("COMPLETED".into(), None)));
+    // A receipt still RECEIVED is marked FAILED by the same sink, so the update itself works.
+    w.deliver("sub_refused");
+    worker::drain(&w.poller(), &Handler { sink: RefusingSink, receipts: w.receipts() }).await;
+    assert_eq!(w.status("sub_refused"), Some(("FAILED".into(), Some("sink_rejected".into()))));
+}

@@ -107,7 +107,12 @@ impl Path {
         let auth = format!("Bearer {BEARER}");
         let headers =
             [("Content-Type", "application/json"), ("Authorization", auth.as_str()), ("Idempotency-Key", key.as_str())];
-        self.edge.deliver(&headers, body)
+        if key.is_ascii() {
+            self.edge.deliver(&headers, body)
+        } else {
+            let url = format!("{}/webhooks/staticforms", self.edge.url);
+            tests::http::send_raw_bytes("POST", &url, &headers, body).expect("the Worker answers")
+        }
     }
 }
 
@@ -354,6 +359,8 @@ async fn odd_but_valid_deliveries_become_one_lead_each_or_a_4xx_before_any_write
         ),
         ("sub/8fK2".into(), raw_body("sub/8fK2", r#"{"name":"Slash"}"#)),
         ("a+b=c==".into(), raw_body("a+b=c==", r#"{"name":"Base64"}"#)),
+        // Not ASCII: the key's header carries the ID's UTF-8 bytes.
+        ("sub/é😀".into(), raw_body("sub/é😀", r#"{"name":"Unicode"}"#)),
         (long_id.clone(), raw_body(&long_id, r#"{"name":"Long"}"#)),
         (
             "e2e_large".into(),

@@ -4,9 +4,10 @@
 //! decision into the same lead, the duplicate path into a 200.
 
 use super::*;
+use crate::decision::TooLarge;
 use crate::dynamo::{item_from_wire, item_size, item_to_wire, AttributeValue, Item, MAX_ITEM_BYTES};
-use crate::envelope::parse_envelope;
-use crate::json::{parse, parse_wire, Json};
+use crate::envelope::{parse_envelope, EnvelopeError};
+use crate::json::{parse, parse_wire, Json, JsonError};
 use crate::key::expected_key;
 use crate::lead::lead_from_receipt;
 use crate::secret::Credential;
@@ -153,6 +154,34 @@ fn satisfies_item_rules(item: &Item) -> Result<(), String> {
     item.values().try_for_each(|v| value_ok(v, 1))
 }
 
+/// 1 to 1,024 bytes, no C0 or C1 control character, DEL included: the documented rule, written
+/// out again.
+fn plainly_valid_id(id: &str) -> bool {
+    let control = |c: char| (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32));
+    !id.is_empty() && id.len() <= 1024 && !id.chars().any(control)
+}
+
+/// The deepest nesting of arrays and objects in JSON text, strings skipped.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 fn headers_for(id: &str) -> Headers {
     Headers::new([
         ("Content-Type", String::from("application/json")),
@@ -177,6 +206,19 @@ proptest! {
             Step::Respond(outcome, _) => {
                 let status = outcome.response().status;
                 prop_assert!((400..500).contains(&status), "refused with {status}: {outcome:?}");
+                // Every refusal is one the input earns, judged without the code under test.
+                match &outcome {
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidSubmissionId) => {
+                        prop_assert!(!plainly_valid_id(&id), "{id:?} refused");
+                    }
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::TooDeep)) => {
+                        prop_assert!(nesting(&body) > crate::json::MAX_DEPTH, "refused as too deep");
+                    }
+                    // The generator may repeat a key in one object.
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::DuplicateKey)) => {}
+                    Outcome::PayloadTooLarge(TooLarge::Item) => prop_assert!(body.len() > 390_000),
+                    other => prop_assert!(false, "refused for no reason the input has: {other:?}"),
+                }
                 return Ok(());
             }
             Step::Store(pending) => pending,

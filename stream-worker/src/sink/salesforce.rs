@@ -42,6 +42,25 @@ pub fn fields(lead: &Lead) -> serde_json::Value {
     })
 }
 
+/// The longest external ID value a Salesforce Text field holds, in characters.
+pub const MAX_EXTERNAL_ID_CHARS: usize = 255;
+
+/// The value of the external ID field for a submission ID: the ID itself, or, for an ID no
+/// Text field can hold or no URL path can carry (over 255 characters; `.` and `..`, which URL
+/// parsers remove as dot segments), `sha256-` and the hex SHA-256 of the ID. Deterministic, so
+/// a replay upserts the same Lead; distinct IDs never share a value.
+pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
+    use sha2::{Digest, Sha256};
+    let fits = submission_id.chars().count() <= MAX_EXTERNAL_ID_CHARS && !matches!(submission_id, "." | "..");
+    // A short ID that itself looks like a digest value is hashed too, so it cannot collide
+    // with one.
+    if fits && !submission_id.starts_with("sha256-") {
+        return std::borrow::Cow::Borrowed(submission_id);
+    }
+    let digest = Sha256::digest(submission_id.as_bytes());
+    std::borrow::Cow::Owned(format!("sha256-{}", shared::hex::encode(&digest)))
+}
+
 /// `text` percent-encoded as one URL path segment: every byte but RFC 3986's unreserved
 /// characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, so `/`, `?`, `#`, `%` and non-ASCII stay in it.
 pub fn path_segment(text: &str) -> String {
@@ -59,7 +78,7 @@ pub fn path_segment(text: &str) -> String {
 impl LeadSink for Salesforce {
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
         // Submission IDs may hold any character but controls: one path segment, percent-encoded.
-        let url = format!("{}/{}", self.base, path_segment(&lead.external_id));
+        let url = format!("{}/{}", self.base, path_segment(&external_id(&lead.external_id)));
         let request = self.client.patch(url).bearer_auth(&self.token).json(&fields(lead));
         let response = request.send().await.map_err(|e| transport_error(&e))?;
         match response.status().as_u16() {
@@ -82,5 +101,20 @@ mod tests {
         assert_eq!(path_segment("sub_8fK2qLw9Xc"), "sub_8fK2qLw9Xc");
         assert_eq!(path_segment("a/b?c#d%e f:g+h=i"), "a%2Fb%3Fc%23d%25e%20f%3Ag%2Bh%3Di");
         assert_eq!(path_segment("é~.-"), "%C3%A9~.-");
+    }
+
+    #[test]
+    fn ids_a_text_field_or_a_path_cannot_hold_become_digests() {
+        assert_eq!(external_id("sub_1"), "sub_1");
+        let longest = "é".repeat(MAX_EXTERNAL_ID_CHARS);
+        assert_eq!(external_id(&longest), longest.as_str());
+        for odd in [".", "..", &"x".repeat(MAX_EXTERNAL_ID_CHARS + 1), "sha256-abc"] {
+            let value = external_id(odd);
+            assert!(value.starts_with("sha256-") && value.len() == 71, "{odd}: {value}");
+            assert_eq!(external_id(odd), value, "deterministic");
+        }
+        assert_ne!(external_id("."), external_id(".."));
+        // printf '.' | sha256sum
+        assert_eq!(external_id("."), "sha256-cdb4ee2aea69cc6a83331bbe96dc2caa9a299d21329efb0336fc02a82e1839a8");
     }
 }

@@ -20,8 +20,8 @@ impl Webhook {
 impl LeadSink for Webhook {
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
         // The key holds the submission ID, which may be any text without controls: sent as its
-        // UTF-8 bytes (a header value from `&str` would refuse anything but visible ASCII, and
-        // the refusal would read as an unreachable sink, retried forever).
+        // UTF-8 bytes. Should a value ever be refused, that is this lead's problem (FAILED),
+        // not an unreachable sink retried forever.
         let key = reqwest::header::HeaderValue::from_bytes(receipt_key.as_bytes())
             .map_err(|_| SinkError::Permanent { reason: "sink_unsendable_key" })?;
         let request = self
