@@ -149,8 +149,12 @@ pub struct RecordLog<'a> {
     pub submission_id: Option<&'a str>,
     /// What was attempted: `skip`, `apply`, `poison`.
     pub action: &'static str,
-    /// How it ended: `completed`, `failed`, `retry`, `receipt_gone`, or the skip reason.
+    /// How it ended: `completed`, `failed`, `retry`, `waiting`, `receipt_gone`, or the skip
+    /// reason.
     pub outcome: &'static str,
+    /// Why, for `retry`, `waiting` and `failed`: a stable code such as `sink_unauthorized`,
+    /// `sink_unavailable`, `receipt_store_unreachable`, `missing_new_image` or `deadline`.
+    pub reason: Option<&'static str>,
     /// How many times this invocation has tried the record (1 for the first).
     pub attempt: u32,
 }
@@ -173,6 +177,11 @@ impl RecordLog<'_> {
         write_string(self.action, &mut line);
         line.push_str(",\"outcome\":");
         write_string(self.outcome, &mut line);
+        line.push_str(",\"reason\":");
+        match self.reason {
+            Some(reason) => write_string(reason, &mut line),
+            None => line.push_str("null"),
+        }
         let _ = write!(line, ",\"attempt\":{}}}", self.attempt);
         line
     }
@@ -297,12 +306,15 @@ mod tests {
             submission_id: Some("sub_1"),
             action: "apply",
             outcome: "completed",
+            reason: None,
             attempt: 1,
         };
         assert_eq!(
             log.to_json_line(),
-            r#"{"sequenceNumber":"000000000000000000042","submissionId":"sub_1","action":"apply","outcome":"completed","attempt":1}"#
+            r#"{"sequenceNumber":"000000000000000000042","submissionId":"sub_1","action":"apply","outcome":"completed","reason":null,"attempt":1}"#
         );
+        let retry = RecordLog { outcome: "retry", reason: Some("sink_unauthorized"), attempt: 2, ..log.clone() };
+        assert!(retry.to_json_line().ends_with(r#""outcome":"retry","reason":"sink_unauthorized","attempt":2}"#));
         let odd = RecordLog { sequence_number: "a b", submission_id: Some("sub\u{7}1"), ..log };
         assert!(odd.to_json_line().starts_with(r#"{"sequenceNumber":null,"submissionId":null"#));
     }

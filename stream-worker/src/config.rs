@@ -7,6 +7,7 @@
 use std::fmt;
 
 pub use shared::config::ConfigError;
+use shared::secret::SigningSecret;
 
 /// What the worker needs beyond the AWS SDK's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,8 +30,9 @@ pub enum SinkConfig {
     /// `salesforce`: `SALESFORCE_INSTANCE_URL`, `SALESFORCE_ACCESS_TOKEN`,
     /// `SALESFORCE_API_VERSION`, `SALESFORCE_EXTERNAL_ID_FIELD`.
     Salesforce { instance_url: String, token: String, api_version: String, external_id_field: String },
-    /// Any `https://` (or, for local tests, `http://127.0.0.1`) URL: POST the lead as JSON.
-    Webhook { url: String },
+    /// Any `https://` (or, for local tests, `http://127.0.0.1`) URL: POST the lead as JSON,
+    /// signed per Standard Webhooks with `WEBHOOK_SINK_SECRET`.
+    Webhook { url: String, secret: SigningSecret },
 }
 
 impl fmt::Debug for SinkConfig {
@@ -95,7 +97,11 @@ impl Config {
                     .unwrap_or_else(|| SALESFORCE_EXTERNAL_ID_FIELD.to_owned()),
             }
         } else if is_http_url(&sink_text) {
-            SinkConfig::Webhook { url: sink_text }
+            let expected = "a Standard Webhooks whsec_<base64> secret the receiver verifies";
+            let secret = require("WEBHOOK_SINK_SECRET", expected)?;
+            let secret =
+                SigningSecret::parse(&secret).map_err(|_| ConfigError { variable: "WEBHOOK_SINK_SECRET", expected })?;
+            SinkConfig::Webhook { url: sink_text, secret }
         } else {
             return Err(ConfigError {
                 variable: "LEAD_SINK",
@@ -167,9 +173,15 @@ mod tests {
             })
         );
         assert_eq!(
-            sink(&[("LEAD_SINK", "https://crm.example.com/leads")]),
-            Ok(SinkConfig::Webhook { url: "https://crm.example.com/leads".into() })
+            sink(&[("LEAD_SINK", "https://crm.example.com/leads"), ("WEBHOOK_SINK_SECRET", SECRET)]),
+            Ok(SinkConfig::Webhook { url: "https://crm.example.com/leads".into(), secret: secret() })
         );
+    }
+
+    const SECRET: &str = "whsec_c2luay1zaWduaW5nLWtleQ==";
+
+    fn secret() -> SigningSecret {
+        SigningSecret::parse(SECRET).unwrap()
     }
 
     #[test]
@@ -181,8 +193,17 @@ mod tests {
         assert_eq!(sink(&[("LEAD_SINK", "http://crm.example.com")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "http://127.0.0.1.example.com/x")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(
-            sink(&[("LEAD_SINK", "http://localhost:9/leads")]),
-            Ok(SinkConfig::Webhook { url: "http://localhost:9/leads".into() })
+            sink(&[("LEAD_SINK", "http://localhost:9/leads"), ("WEBHOOK_SINK_SECRET", SECRET)]),
+            Ok(SinkConfig::Webhook { url: "http://localhost:9/leads".into(), secret: secret() })
+        );
+        // The receiver must be able to tell the worker from anyone: no secret, no sink.
+        assert_eq!(
+            sink(&[("LEAD_SINK", "https://crm.example.com/leads")]).map_err(|e| e.0),
+            Err("WEBHOOK_SINK_SECRET")
+        );
+        assert_eq!(
+            sink(&[("LEAD_SINK", "https://crm.example.com/leads"), ("WEBHOOK_SINK_SECRET", "plain")]).map_err(|e| e.0),
+            Err("WEBHOOK_SINK_SECRET")
         );
         assert_eq!(sink(&[("LEAD_SINK", "hubspot")]).map_err(|e| e.0), Err("HUBSPOT_TOKEN"));
         assert_eq!(
@@ -205,5 +226,8 @@ mod tests {
     fn secrets_are_not_printed() {
         let config = load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "postgres://u:hunter2@h/db")]).unwrap();
         assert!(!format!("{config:?}").contains("hunter2"));
+        let config =
+            load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "https://x/y"), ("WEBHOOK_SINK_SECRET", SECRET)]).unwrap();
+        assert!(!format!("{config:?}").contains("c2luay1"));
     }
 }

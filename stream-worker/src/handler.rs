@@ -1,12 +1,14 @@
 //! The batch handler, shared by Lambda and the local poller: records in order, stop at the
-//! first retryable failure, report that record's sequence number.
+//! first retryable failure (or when the invocation's time would not cover the next record),
+//! report that record's sequence number.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use shared::stream::{decide, submission_id_of_key, NewImage, RecordAction, RecordLog};
 use shared::time::iso8601_millis;
+use tokio::time::Instant;
 
 use crate::receipts::{Mark, Marked, ReceiptStore};
 use crate::sink::{LeadSink, SinkError};
@@ -24,16 +26,27 @@ pub struct Handler<S, R> {
     pub receipts: R,
 }
 
-/// A record that must be retried, from its sequence number on.
-struct Retry;
+/// A record that must be retried, from its sequence number on; the reason is for the log.
+struct Retry(&'static str);
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// Processes `event`'s records in order and reports the first that must be retried.
     /// `deadline` is when the invocation ends (Lambda's), if it has one.
+    ///
+    /// Before each record but the first, the time left must cover one record at its worst
+    /// ([`LeadSink::record_budget`]); otherwise that record is reported unprocessed, so Lambda
+    /// keeps the batch's progress instead of timing out and retrying all of it. The first record
+    /// is always tried, or a function whose timeout is too short would never move on.
     pub async fn handle(&self, event: Event, deadline: Option<Instant>) -> DynamoDbEventResponse {
         let mut response = DynamoDbEventResponse::default();
-        for record in &event.records {
-            if self.process(record, deadline).await.is_err() {
+        let budget = self.sink.record_budget();
+        for (index, record) in event.records.iter().enumerate() {
+            let out_of_time = deadline.is_some_and(|deadline| index > 0 && Instant::now() + budget > deadline);
+            let result = if out_of_time { Err(Retry("deadline")) } else { self.process(record, deadline).await };
+            if let Err(Retry(reason)) = result {
+                if out_of_time {
+                    log_record(record, None, "defer", "retry", Some(reason), 0);
+                }
                 let mut failure = DynamoDbBatchItemFailure::default();
                 failure.item_identifier = record.change.sequence_number.clone();
                 response.batch_item_failures.push(failure);
@@ -44,69 +57,112 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     }
 
     async fn process(&self, record: &EventRecord, deadline: Option<Instant>) -> Result<(), Retry> {
-        let seq = record.change.sequence_number.as_deref().unwrap_or("");
-        let image = new_image(record);
-        let log = |submission_id, action, outcome, attempt| {
-            emit(&RecordLog { sequence_number: seq, submission_id, action, outcome, attempt });
+        let mut image = new_image(record);
+        let key = match record.change.keys.get("pk") {
+            Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
+            _ => None,
+        };
+        if let (NewImage::Absent, "INSERT" | "MODIFY", Some(key)) = (&image, record.event_name.as_str(), key) {
+            // The stream carries no new image (its view type is KEYS_ONLY or OLD_IMAGE): read
+            // the receipt itself, consistently, by the record's key.
+            match self.receipts.get(key).await {
+                Ok(Some(item)) => image = NewImage::Item(item),
+                Ok(None) => {
+                    // Gone since (TTL): nothing is left to turn into a lead.
+                    log_record(record, submission_id_of_key(key), "skip", "receipt_gone", None, 1);
+                    return Ok(());
+                }
+                Err(error) => {
+                    log_record(record, submission_id_of_key(key), "fetch", "retry", Some(error.0), 1);
+                    return Err(Retry(error.0));
+                }
+            }
+        }
+        let log = |submission_id, action, outcome, reason, attempt| {
+            log_record(record, submission_id, action, outcome, reason, attempt);
         };
         match decide(&record.event_name, &image) {
             RecordAction::Skip(reason) => {
-                log(image.submission_id(), "skip", reason, 1);
+                log(image.submission_id(), "skip", reason, None, 1);
                 Ok(())
             }
             RecordAction::MissingImage => {
-                log(None, "retry", "missing_new_image", 1);
-                Err(Retry)
+                // No key either: nothing to read the receipt by.
+                log(None, "skip", "retry", Some("missing_new_image"), 1);
+                Err(Retry("missing_new_image"))
             }
             RecordAction::Poison { key, received_at, reason } => {
                 let id = submission_id_of_key(&key);
                 let outcome = self.finish(&key, &received_at, Mark::Failed(reason)).await;
-                log(id, "poison", outcome.unwrap_or("retry"), 1);
-                outcome.map(|_| ()).ok_or(Retry)
+                match outcome {
+                    Ok(outcome) => log(id, "poison", outcome, Some(reason), 1),
+                    Err(why) => log(id, "poison", "retry", Some(why), 1),
+                }
+                outcome.map(|_| ()).map_err(Retry)
             }
             RecordAction::Apply { receipt, lead } => {
                 let id = Some(receipt.submission_id.as_str());
                 let mut attempt = 1;
                 loop {
-                    match self.sink.upsert(&lead, &receipt.key).await {
-                        Ok(()) => {
-                            let outcome = self.finish(&receipt.key, &receipt.received_at, Mark::Completed).await;
-                            log(id, "apply", outcome.unwrap_or("retry"), attempt);
-                            return outcome.map(|_| ()).ok_or(Retry);
-                        }
-                        Err(SinkError::Permanent { reason }) => {
-                            let outcome = self.finish(&receipt.key, &receipt.received_at, Mark::Failed(reason)).await;
-                            log(id, "apply", outcome.unwrap_or("retry"), attempt);
-                            return outcome.map(|_| ()).ok_or(Retry);
-                        }
+                    let mark = match self.sink.upsert(&lead, &receipt.key).await {
+                        Ok(()) => Mark::Completed,
+                        Err(SinkError::Permanent { reason }) => Mark::Failed(reason),
                         Err(SinkError::Retryable { reason, retry_after }) => {
                             match wait_allowed(retry_after, deadline).filter(|_| attempt < MAX_ATTEMPTS) {
                                 Some(wait) => {
-                                    log(id, "apply", reason, attempt);
+                                    log(id, "apply", "waiting", Some(reason), attempt);
                                     tokio::time::sleep(wait).await;
                                     attempt += 1;
+                                    continue;
                                 }
                                 None => {
-                                    log(id, "apply", "retry", attempt);
-                                    return Err(Retry);
+                                    log(id, "apply", "retry", Some(reason), attempt);
+                                    return Err(Retry(reason));
                                 }
                             }
                         }
+                    };
+                    let why = match mark {
+                        Mark::Failed(reason) => Some(reason),
+                        Mark::Completed => None,
+                    };
+                    let outcome = self.finish(&receipt.key, &receipt.received_at, mark).await;
+                    match outcome {
+                        Ok(outcome) => log(id, "apply", outcome, why, attempt),
+                        Err(reason) => log(id, "apply", "retry", Some(reason), attempt),
                     }
+                    return outcome.map(|_| ()).map_err(Retry);
                 }
             }
         }
     }
 
-    /// Marks the receipt; `Some("completed" | "failed" | "receipt_gone")`, or `None` to retry.
-    async fn finish(&self, key: &str, received_at: &str, mark: Mark<'_>) -> Option<&'static str> {
+    /// Marks the receipt; `Ok("completed" | "failed" | "receipt_gone")`, or the reason to retry.
+    async fn finish(&self, key: &str, received_at: &str, mark: Mark<'_>) -> Result<&'static str, &'static str> {
         let now = iso8601_millis(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         match self.receipts.mark(key, received_at, mark, &now).await {
-            Ok(Marked::Done) => Some(if matches!(mark, Mark::Completed) { "completed" } else { "failed" }),
-            Ok(Marked::Gone) => Some("receipt_gone"),
-            Err(_) => None,
+            Ok(Marked::Done) => Ok(if matches!(mark, Mark::Completed) { "completed" } else { "failed" }),
+            Ok(Marked::Gone) => Ok("receipt_gone"),
+            Err(error) => Err(error.0),
         }
     }
+}
+
+/// True if `arn` is a stream of `table` (`arn:<partition>:dynamodb:<region>:<account>:table/
+/// <table>/stream/<label>`). A record from any other stream means the event source mapping
+/// points at the wrong table.
+pub fn is_stream_of(arn: &str, table: &str) -> bool {
+    let mut parts = arn.splitn(6, ':');
+    let (Some("arn"), Some(_), Some("dynamodb"), Some(_), Some(_), Some(resource)) =
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    resource
+        .strip_prefix("table/")
+        .and_then(|rest| rest.strip_prefix(table))
+        .and_then(|rest| rest.strip_prefix("/stream/"))
+        .is_some_and(|label| !label.is_empty())
 }
 
 /// How long to wait before retrying in place, if the sink said and time allows.
@@ -135,10 +191,19 @@ fn new_image(record: &EventRecord) -> NewImage {
     })
 }
 
-/// Writes one log line to stdout (CloudWatch, in Lambda).
+/// Writes one log line for `record` to stdout (CloudWatch, in Lambda): identifiers, action,
+/// outcome and reason, never form contents.
 #[allow(clippy::print_stdout)]
-fn emit(record: &RecordLog<'_>) {
-    println!("{}", record.to_json_line());
+fn log_record(
+    record: &EventRecord,
+    submission_id: Option<&str>,
+    action: &'static str,
+    outcome: &'static str,
+    reason: Option<&'static str>,
+    attempt: u32,
+) {
+    let sequence_number = record.change.sequence_number.as_deref().unwrap_or("");
+    println!("{}", RecordLog { sequence_number, submission_id, action, outcome, reason, attempt }.to_json_line());
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `stream-worker`: the Lambda function (no arguments), or `stream-worker poll` for local runs.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
 
 use anyhow::bail;
 use aws_lambda_events::event::dynamodb::Event;
@@ -23,6 +25,11 @@ async fn main() -> anyhow::Result<()> {
     };
     // Fail fast, before taking any work, with an error that names the variable.
     let config = Config::load(|name| std::env::var(name).ok())?;
+    if !poll && matches!(config.sink, stream_worker::config::SinkConfig::Sqlite { .. }) {
+        // A SQLite file in Lambda lives in one execution environment's /tmp: every other
+        // environment, and the next cold start, would write leads somewhere else.
+        bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
+    }
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
     let sink = Sink::connect(&config.sink).await?;
@@ -43,8 +50,21 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let handler = &handler;
+    let table = config.table.as_str();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
         let deadline = instant_of(event.context.deadline);
+        // Records from another table's stream: the event source mapping is wrong. Fail the
+        // invocation loudly (function errors alarm) rather than write leads from it.
+        if let Some(arn) = event
+            .payload
+            .records
+            .iter()
+            .map(|r| r.event_source_arn.as_deref().unwrap_or(""))
+            .find(|arn| !stream_worker::handler::is_stream_of(arn, table))
+        {
+            eprintln!("stream-worker: a record from {arn:?} is not from the stream of RECEIPTS_TABLE");
+            return Err(lambda_runtime::Error::from("records from another table's stream"));
+        }
         Ok::<_, lambda_runtime::Error>(handler.handle(event.payload, Some(deadline)).await)
     }))
     .await

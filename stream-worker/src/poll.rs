@@ -67,6 +67,8 @@ impl Poller {
         S: LeadSink + Sync,
         R: ReceiptStore + Sync,
     {
+        // A stream without new images cannot be worked from; say so before taking any work.
+        self.check_stream().await?;
         let mut stop = std::pin::pin!(stop);
         loop {
             // A store that is briefly unreachable must not end the poller: say so and try again.
@@ -172,6 +174,22 @@ impl Poller {
             }
         }
         Ok((state, pass))
+    }
+
+    /// Refuses a table whose stream is off or carries no new images (`KEYS_ONLY`,
+    /// `OLD_IMAGE`): every receipt would have to be read again by its key.
+    pub async fn check_stream(&self) -> anyhow::Result<()> {
+        use aws_sdk_dynamodb::types::StreamViewType as View;
+        let table = self.dynamodb.describe_table().table_name(&self.table).send().await.context("DescribeTable")?;
+        let view = table.table.and_then(|t| t.stream_specification).and_then(|s| s.stream_view_type);
+        match view {
+            Some(View::NewImage | View::NewAndOldImages) => Ok(()),
+            other => Err(anyhow!(
+                "the stream of table {} must carry new images (NEW_IMAGE or NEW_AND_OLD_IMAGES), not {}",
+                self.table,
+                other.map_or_else(|| "none".to_owned(), |v| v.as_str().to_owned())
+            )),
+        }
     }
 
     async fn stream_arn(&self) -> anyhow::Result<String> {

@@ -3,6 +3,7 @@
 use std::future::Future;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use shared::dynamo::{AttributeValue as Value, Item};
 use shared::receipt::ReceiptStatus;
 
 /// The final state a receipt is moved to.
@@ -32,6 +33,9 @@ pub struct ReceiptStoreError(pub &'static str);
 
 /// Where receipts live.
 pub trait ReceiptStore {
+    /// The receipt `key` as stored now (a consistent read), or `None` when there is none.
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Item>, ReceiptStoreError>> + Send;
+
     /// Moves the receipt `key` whose `receivedAt` is `received_at` to `mark`, at `now` (ISO-8601).
     fn mark(
         &self,
@@ -55,6 +59,20 @@ impl DynamoReceipts {
 }
 
 impl ReceiptStore for DynamoReceipts {
+    async fn get(&self, key: &str) -> Result<Option<Item>, ReceiptStoreError> {
+        let request = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(key.to_owned()))
+            .consistent_read(true);
+        match request.send().await {
+            Ok(output) => Ok(output.item.map(|item| item.into_iter().map(|(k, v)| (k, from_sdk(v))).collect())),
+            Err(error) if error.as_service_error().is_some() => Err(ReceiptStoreError("receipt_store_refused")),
+            Err(_) => Err(ReceiptStoreError("receipt_store_unreachable")),
+        }
+    }
+
     async fn mark(&self, key: &str, received_at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let status = match mark {
@@ -88,5 +106,43 @@ impl ReceiptStore for DynamoReceipts {
             Err(error) if error.as_service_error().is_some() => Err(ReceiptStoreError("receipt_store_refused")),
             Err(_) => Err(ReceiptStoreError("receipt_store_unreachable")),
         }
+    }
+}
+
+/// An SDK attribute value in the core's types (values of types the SDK adds later read as
+/// `NULL`; receipts hold none).
+fn from_sdk(value: AttributeValue) -> Value {
+    match value {
+        AttributeValue::S(s) => Value::S(s),
+        AttributeValue::N(n) => Value::N(n),
+        AttributeValue::B(b) => Value::B(b.into_inner()),
+        AttributeValue::Bool(b) => Value::Bool(b),
+        AttributeValue::M(m) => Value::M(m.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()),
+        AttributeValue::L(l) => Value::L(l.into_iter().map(from_sdk).collect()),
+        AttributeValue::Ss(s) => Value::Ss(s),
+        AttributeValue::Ns(n) => Value::Ns(n),
+        AttributeValue::Bs(b) => Value::Bs(b.into_iter().map(|b| b.into_inner()).collect()),
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_values_map_to_the_core_types() {
+        use aws_sdk_dynamodb::primitives::Blob;
+        let map = AttributeValue::M(
+            [("a".to_owned(), AttributeValue::L(vec![AttributeValue::N("1".into()), AttributeValue::Null(true)]))]
+                .into(),
+        );
+        assert_eq!(
+            from_sdk(map),
+            Value::M([("a".to_owned(), Value::L(vec![Value::N("1".into()), Value::Null]))].into())
+        );
+        assert_eq!(from_sdk(AttributeValue::B(Blob::new(vec![1, 2]))), Value::B(vec![1, 2]));
+        assert_eq!(from_sdk(AttributeValue::Ss(vec!["x".into()])), Value::Ss(vec!["x".into()]));
+        assert_eq!(from_sdk(AttributeValue::Bool(true)), Value::Bool(true));
     }
 }

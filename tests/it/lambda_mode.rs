@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tests::aws::put_item;
 use tests::ministack::Ministack;
+use tests::postgres::Postgres;
 use tests::stub_http::{StubResponse, StubServer};
 use tests::TempDir;
-use tests::{repo_root, wait_until, worker};
+use tests::{repo_root, wait_until};
 
 const TABLE: &str = "receipts";
 
@@ -21,7 +22,6 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let key = store.iam_access_key("lambda");
-    let dir = TempDir::new("lambda");
 
     // The event: a real-shaped stream event whose new image is a receipt that is in the table.
     let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
@@ -59,7 +59,7 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         StubResponse::json(202, json!({"status": "OK"}))
     });
 
-    let leads = dir.0.join("leads.db");
+    let postgres = Postgres::start();
     let mut child = Command::new(&binary)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -72,7 +72,7 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         .env("AWS_ACCESS_KEY_ID", &key.id)
         .env("AWS_SECRET_ACCESS_KEY", &key.secret)
         .env("RECEIPTS_TABLE", TABLE)
-        .env("LEAD_SINK", format!("sqlite://{}", leads.display()))
+        .env("LEAD_SINK", postgres.url())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -86,9 +86,35 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     let responses = responses.lock().unwrap();
     assert_eq!(responses[0].0, "/2018-06-01/runtime/invocation/invocation-1/response", "{responses:?}");
     assert_eq!(responses[0].1["batchItemFailures"], json!([]));
-    assert_eq!(worker::sqlite_leads(&leads), [("sub_1".to_owned(), "ada@example.com".to_owned(), 1)]);
+    let leads = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let (client, connection) = tokio_postgres::connect(&postgres.url(), tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let rows = client.query("SELECT external_id, email, upsert_count FROM leads", &[]).await.unwrap();
+        rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, i64>(2))).collect::<Vec<_>>()
+    });
+    assert_eq!(leads, [("sub_1".to_owned(), "ada@example.com".to_owned(), 1)]);
     let receipt = store.get(TABLE, "staticforms:form.submitted:sub_1").unwrap();
     assert_eq!(receipt["status"]["S"], "COMPLETED");
     assert!(logs.contains(r#""submissionId":"sub_1","action":"apply","outcome":"completed""#), "{logs}");
     assert!(!logs.contains("ada@example.com"), "no form contents in the logs");
+}
+
+#[test]
+fn lambda_mode_refuses_a_sqlite_sink() {
+    // A SQLite file would live in one execution environment's /tmp.
+    let binary = repo_root().join("target/debug/stream-worker");
+    let dir = TempDir::new("lambda-sqlite");
+    let output = Command::new(&binary)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("AWS_REGION", "us-east-1")
+        .env("RECEIPTS_TABLE", TABLE)
+        .env("LEAD_SINK", format!("sqlite://{}", dir.0.join("leads.db").display()))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("LEAD_SINK must not be sqlite:// in Lambda mode"), "{stderr}");
 }

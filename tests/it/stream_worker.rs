@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shared::lead::Lead;
+use shared::secret::SigningSecret;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
@@ -302,14 +303,58 @@ async fn the_webhook_sink_posts_the_lead_with_the_receipt_key() {
         log.lock().unwrap().push(request.clone());
         tests::stub_http::StubResponse::json(if request.body.is_empty() { 400 } else { 200 }, serde_json::json!({}))
     });
-    let sink = Sink::connect(&SinkConfig::Webhook { url: format!("{}/leads", server.url()) }).await.unwrap();
+    let secret = SigningSecret::parse(&delivery::signing_secret()).unwrap();
+    let config = SinkConfig::Webhook { url: format!("{}/leads", server.url()), secret: secret.clone() };
+    let sink = Sink::connect(&config).await.unwrap();
     sink.upsert(&sample_lead("sub_wh"), "staticforms:form.submitted:sub_wh").await.unwrap();
     let requests = seen.lock().unwrap();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].path, "/leads");
+    assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("POST", "/leads"));
+    assert_eq!(requests[0].header("content-type"), Some("application/json"));
     assert_eq!(requests[0].header("idempotency-key"), Some("staticforms:form.submitted:sub_wh"));
+    assert_eq!(requests[0].header("webhook-id"), Some("sub_wh"));
     let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
     assert_eq!(body["externalId"], "sub_wh");
+    // The receiver verifies it as any Standard Webhooks receiver would: with the reference
+    // verifier, and with this project's own.
+    let headers: Vec<(String, String)> = requests[0].headers.clone();
+    let mut map = http::HeaderMap::new();
+    for (name, value) in &headers {
+        map.insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+    }
+    standardwebhooks::Webhook::new(&delivery::signing_secret()).unwrap().verify(&requests[0].body, &map).unwrap();
+    let policy = shared::auth::AuthPolicy { signing_secrets: vec![secret], ..Default::default() };
+    let now = delivery::now_secs() as i64;
+    assert!(policy.authenticate(&shared::headers::Headers::new(headers.clone()), &requests[0].body, now).is_ok());
+    let forged = format!("{{{}", String::from_utf8_lossy(&requests[0].body));
+    assert!(policy.authenticate(&shared::headers::Headers::new(headers), forged.as_bytes(), now).is_err());
+}
+
+#[tokio::test]
+async fn http_sinks_never_follow_redirects() {
+    // A redirect to a server that answers 200 to anything: following it (and turning the POST
+    // into a GET) would mark the receipt COMPLETED with no lead written.
+    let landed = std::sync::Arc::new(Mutex::new(0));
+    let count = std::sync::Arc::clone(&landed);
+    let target = tests::stub_http::StubServer::start(move |_| {
+        *count.lock().unwrap() += 1;
+        tests::stub_http::StubResponse::json(200, serde_json::json!({}))
+    });
+    let location = format!("{}/elsewhere", target.url());
+    for status in [301, 302, 303, 307, 308] {
+        let location = location.clone();
+        let redirecting = tests::stub_http::StubServer::start(move |_| {
+            let mut response = tests::stub_http::StubResponse::json(status, serde_json::json!({}));
+            response.headers = vec![("Location".into(), location.clone())];
+            response
+        });
+        let secret = SigningSecret::parse(&delivery::signing_secret()).unwrap();
+        let sink =
+            Sink::connect(&SinkConfig::Webhook { url: format!("{}/leads", redirecting.url()), secret }).await.unwrap();
+        let result = sink.upsert(&sample_lead("sub_redirect"), "staticforms:form.submitted:sub_redirect").await;
+        assert_eq!(result, Err(SinkError::Retryable { reason: "sink_redirected", retry_after: None }), "{status}");
+    }
+    assert_eq!(*landed.lock().unwrap(), 0, "no redirect was followed");
 }
 
 /// A sink that refuses every lead for good.
@@ -337,4 +382,27 @@ async fn a_redelivered_record_never_turns_a_completed_receipt_into_failed() {
     w.deliver("sub_refused");
     worker::drain(&w.poller(), &Handler { sink: RefusingSink, receipts: w.receipts() }).await;
     assert_eq!(w.status("sub_refused"), Some(("FAILED".into(), Some("sink_rejected".into()))));
+}
+
+#[tokio::test]
+async fn the_poller_refuses_a_stream_without_new_images() {
+    let w = world().await;
+    w.store.ok(
+        "DynamoDB_20120810.CreateTable",
+        &serde_json::json!({
+            "TableName": "keys-only",
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+            "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "KEYS_ONLY"}
+        }),
+    );
+    let poller = worker::poller(&w.config, "keys-only", w.dir.0.join("other-checkpoint.json"));
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    let error = poller.run(&handler, Duration::from_millis(10), std::future::pending()).await.unwrap_err();
+    assert!(format!("{error:#}").contains("must carry new images"), "{error:#}");
+    assert!(format!("{error:#}").contains("KEYS_ONLY"), "{error:#}");
+    // The receipts table, with new and old images, is accepted.
+    w.poller().check_stream().await.unwrap();
 }

@@ -52,6 +52,10 @@ impl<R> CrashBeforeMark<R> {
 }
 
 impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
+    async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, ReceiptStoreError> {
+        self.inner.get(key).await
+    }
+
     async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
         if self.remaining.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
             return Err(ReceiptStoreError("crash_injected"));

@@ -35,14 +35,14 @@ impl LeadSink for MemorySink {
 /// A stored receipt: `(receivedAt, status, failure reason)`.
 type Stored = (String, &'static str, Option<String>);
 
-/// Receipts by key.
+/// Receipts by key, and whole items for reads by key.
 #[derive(Default)]
-struct MemoryReceipts(Mutex<BTreeMap<String, Stored>>);
+struct MemoryReceipts(Mutex<BTreeMap<String, Stored>>, Mutex<BTreeMap<String, shared::dynamo::Item>>);
 
 impl MemoryReceipts {
     fn with(keys: &[(&str, &str)]) -> MemoryReceipts {
         let map = keys.iter().map(|(k, at)| ((*k).to_owned(), ((*at).to_owned(), "RECEIVED", None))).collect();
-        MemoryReceipts(Mutex::new(map))
+        MemoryReceipts(Mutex::new(map), Mutex::default())
     }
 
     fn status(&self, id: &str) -> Option<(&'static str, Option<String>)> {
@@ -52,6 +52,10 @@ impl MemoryReceipts {
 }
 
 impl ReceiptStore for MemoryReceipts {
+    async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, crate::receipts::ReceiptStoreError> {
+        Ok(self.1.lock().unwrap().get(key).cloned())
+    }
+
     async fn mark(
         &self,
         key: &str,
@@ -194,10 +198,79 @@ async fn a_lead_the_sink_refuses_is_marked_failed() {
 }
 
 #[tokio::test]
-async fn a_stream_without_new_images_is_retried_not_skipped() {
+async fn a_record_without_a_new_image_is_read_from_the_table_by_its_key() {
+    // KEYS_ONLY: the receipt is read by its key, consistently, and processed as usual.
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let stored = event("insert.json").records[0].change.new_image.clone();
+    let wire = serde_json::to_vec(&stored).unwrap();
+    let shared::stream::NewImage::Item(item) = NewImage::from_wire(&wire, || (None, None, None)) else { panic!() };
+    handler.receipts.1.lock().unwrap().insert(key("sub_1"), item);
+    let keys_only = insert_with(|image| *image = serde_json::json!({}));
+    assert!(failures(&handler.handle(keys_only, None).await).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    // A receipt gone since (TTL) is skipped, not retried and not re-created.
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
-    let response = handler.handle(event("keys_only.json"), None).await;
-    assert_eq!(failures(&response), ["000000000000000000401"]);
+    assert!(failures(&handler.handle(event("keys_only.json"), None).await).is_empty());
+    assert!(handler.sink.upserts.lock().unwrap().is_empty());
+    // No image and no key: nothing to read by, so it is retried rather than skipped.
+    let nothing = {
+        let mut e = event("keys_only.json");
+        e.records[0].change.keys =
+            serde_dynamo::Item::from(std::collections::HashMap::<String, serde_dynamo::AttributeValue>::new());
+        e
+    };
+    assert_eq!(failures(&handler.handle(nothing, None).await), ["000000000000000000401"]);
+}
+
+/// A sink whose every call takes `delay` (in tokio's clock) and says so as its budget.
+struct SlowSink {
+    delay: Duration,
+    upserts: Mutex<Vec<String>>,
+}
+
+impl LeadSink for SlowSink {
+    async fn upsert(&self, lead: &shared::lead::Lead, _key: &str) -> Result<(), SinkError> {
+        tokio::time::sleep(self.delay).await;
+        self.upserts.lock().unwrap().push(lead.external_id.clone());
+        Ok(())
+    }
+
+    fn record_budget(&self) -> Duration {
+        self.delay
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unprocessed() {
+    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
+    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
+    let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
+    let handler = Handler { sink, receipts: MemoryReceipts::with(&pairs) };
+    // 25 s left: records 1 and 2 take 10 s each; at 20 s, record 3 would end at 30 s.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2"]);
+    assert_eq!(handler.receipts.status("sub_2"), Some(("COMPLETED", None)));
+    assert_eq!(handler.receipts.status("sub_3"), Some(("RECEIVED", None)), "not started, so not done twice");
+    // Lambda retries from record 3 with a fresh deadline: each record is done exactly once.
+    let rest = {
+        let mut e = event("batch_of_five.json");
+        e.records.drain(..2);
+        e
+    };
+    let response = handler.handle(rest, Some(Instant::now() + Duration::from_secs(60))).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]);
+    // The first record is always tried, however short the time: otherwise nothing moves.
+    let handler = Handler {
+        sink: SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() },
+        receipts: MemoryReceipts::with(&pairs),
+    };
+    let response = handler.handle(event("batch_of_five.json"), Some(Instant::now() + Duration::from_secs(1))).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
 }
 
 /// `insert.json` with its new image changed by `change`.
@@ -274,4 +347,20 @@ async fn a_redelivered_record_never_changes_a_finished_receipt() {
     handler.sink.fail("sub_1", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+}
+
+#[test]
+fn records_must_come_from_the_receipts_tables_stream() {
+    let arn = "arn:aws:dynamodb:us-east-1:123456789012:table/receipts/stream/2026-11-30T00:00:00.000";
+    assert!(is_stream_of(arn, "receipts"));
+    assert!(is_stream_of("arn:aws-cn:dynamodb:cn-north-1:1:table/receipts/stream/x", "receipts"));
+    assert!(!is_stream_of(arn, "receipts-prod"));
+    assert!(!is_stream_of(arn, "receipt"));
+    assert!(!is_stream_of("arn:aws:dynamodb:us-east-1:123456789012:table/receipts-old/stream/x", "receipts"));
+    assert!(!is_stream_of("arn:aws:dynamodb:us-east-1:123456789012:table/receipts", "receipts"));
+    assert!(!is_stream_of("arn:aws:kinesis:us-east-1:123456789012:stream/receipts", "receipts"));
+    assert!(!is_stream_of("", "receipts"));
+    for record in event("insert.json").records {
+        assert!(is_stream_of(record.event_source_arn.as_deref().unwrap(), "receipts"));
+    }
 }

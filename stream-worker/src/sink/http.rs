@@ -7,21 +7,25 @@ use super::SinkError;
 /// How long one HTTP call to a sink may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The HTTP client, built once.
+/// The HTTP client, built once. It never follows a redirect: a client following a 301, 302
+/// or 303 turns the POST into a GET, and a 2xx from wherever it lands would mark a receipt
+/// `COMPLETED` with no lead written. A 3xx is answered as a configuration error instead.
 pub fn client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder().timeout(TIMEOUT).build()?)
+    Ok(reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?)
 }
 
 /// Classifies a non-success status. 429, 5xx, 408, 409 and 425 pass with time; so do 401 and
 /// 403, which mean the sink's credentials need a fix, not that the lead is wrong (marking
-/// every lead `FAILED` while a token is expired would be the wrong outcome). Other 4xx are
-/// permanent for this lead.
+/// every lead `FAILED` while a token is expired would be the wrong outcome), and 3xx, which
+/// means the sink's URL needs a fix (redirects are never followed). Other 4xx are permanent
+/// for this lead.
 pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
     match status {
         429 | 500..=599 | 408 | 409 | 425 => {
             SinkError::Retryable { reason: "sink_unavailable", retry_after: parse_retry_after(retry_after) }
         }
         401 | 403 => SinkError::Retryable { reason: "sink_unauthorized", retry_after: None },
+        300..=399 => SinkError::Retryable { reason: "sink_redirected", retry_after: None },
         _ => SinkError::Permanent { reason: "sink_rejected" },
     }
 }
@@ -58,7 +62,14 @@ mod tests {
         for status in [429, 500, 502, 503, 504, 408, 409, 425, 401, 403] {
             assert!(retry(status, None), "{status}");
         }
-        for status in [400, 404, 405, 410, 413, 422, 300] {
+        for status in [301, 302, 303, 307, 308, 300] {
+            assert_eq!(
+                classify_status(status, None),
+                SinkError::Retryable { reason: "sink_redirected", retry_after: None },
+                "{status}"
+            );
+        }
+        for status in [400, 404, 405, 410, 413, 422] {
             assert_eq!(classify_status(status, None), SinkError::Permanent { reason: "sink_rejected" }, "{status}");
         }
         assert_eq!(

@@ -29,7 +29,16 @@ pub trait LeadSink {
     /// receipt's `pk`, for sinks that take an idempotency key.
     fn upsert(&self, lead: &Lead, receipt_key: &str)
         -> impl std::future::Future<Output = Result<(), SinkError>> + Send;
+
+    /// The longest one record can take with this sink: one call at its timeout, the receipt
+    /// update, and a margin. The handler starts a record only when this much time is left.
+    fn record_budget(&self) -> Duration {
+        http::TIMEOUT + RECEIPT_UPDATE_BUDGET
+    }
 }
+
+/// Time allowed for the receipt update after a sink call, margin included.
+pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(3);
 
 /// The configured sink.
 pub enum Sink {
@@ -51,7 +60,9 @@ impl Sink {
             SinkConfig::Salesforce { instance_url, token, api_version, external_id_field } => Sink::Salesforce(
                 salesforce::Salesforce::new(http::client()?, instance_url, token, api_version, external_id_field),
             ),
-            SinkConfig::Webhook { url } => Sink::Webhook(webhook::Webhook::new(http::client()?, url)),
+            SinkConfig::Webhook { url, secret } => {
+                Sink::Webhook(webhook::Webhook::new(http::client()?, url, secret.clone()))
+            }
         })
     }
 }
@@ -63,6 +74,15 @@ impl LeadSink for Sink {
             Sink::HubSpot(sink) => sink.upsert(lead, receipt_key).await,
             Sink::Salesforce(sink) => sink.upsert(lead, receipt_key).await,
             Sink::Webhook(sink) => sink.upsert(lead, receipt_key).await,
+        }
+    }
+
+    fn record_budget(&self) -> Duration {
+        match self {
+            Sink::Sql(sink) => sink.record_budget(),
+            Sink::HubSpot(sink) => sink.record_budget(),
+            Sink::Salesforce(sink) => sink.record_budget(),
+            Sink::Webhook(sink) => sink.record_budget(),
         }
     }
 }

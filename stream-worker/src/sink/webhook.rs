@@ -1,6 +1,12 @@
-//! The generic sink: POST the lead as JSON to a URL, with the receipt's key as `Idempotency-Key`.
+//! The generic sink: POST the lead as JSON to a URL, with the receipt's key as `Idempotency-Key`,
+//! signed per Standard Webhooks so the receiver can tell this worker from anyone else.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use reqwest::header::HeaderValue;
+use shared::auth::signature_header;
 use shared::lead::Lead;
+use shared::secret::SigningSecret;
 
 use super::http::send;
 use super::{LeadSink, SinkError};
@@ -9,11 +15,12 @@ use super::{LeadSink, SinkError};
 pub struct Webhook {
     client: reqwest::Client,
     url: String,
+    secret: SigningSecret,
 }
 
 impl Webhook {
-    pub fn new(client: reqwest::Client, url: &str) -> Webhook {
-        Webhook { client, url: url.to_owned() }
+    pub fn new(client: reqwest::Client, url: &str, secret: SigningSecret) -> Webhook {
+        Webhook { client, url: url.to_owned(), secret }
     }
 }
 
@@ -22,14 +29,23 @@ impl LeadSink for Webhook {
         // The key holds the submission ID, which may be any text without controls: sent as its
         // UTF-8 bytes. Should a value ever be refused, that is this lead's problem (FAILED),
         // not an unreachable sink retried forever.
-        let key = reqwest::header::HeaderValue::from_bytes(receipt_key.as_bytes())
-            .map_err(|_| SinkError::Permanent { reason: "sink_unsendable_key" })?;
+        let unsendable = |_| SinkError::Permanent { reason: "sink_unsendable_key" };
+        let key = HeaderValue::from_bytes(receipt_key.as_bytes()).map_err(unsendable)?;
+        // Standard Webhooks: `webhook-id` is the submission ID, the same on every attempt, so
+        // the receiver can deduplicate by it; the signature covers id, timestamp and body.
+        let id = HeaderValue::from_bytes(lead.external_id.as_bytes()).map_err(unsendable)?;
+        let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()).to_string();
+        let body = lead.to_json().to_text();
+        let signature = signature_header(&self.secret, &lead.external_id, &timestamp, body.as_bytes());
         let request = self
             .client
             .post(&self.url)
             .header("content-type", "application/json")
             .header("idempotency-key", key)
-            .body(lead.to_json().to_text());
+            .header("webhook-id", id)
+            .header("webhook-timestamp", timestamp)
+            .header("webhook-signature", signature)
+            .body(body);
         send(request).await.map(|_| ())
     }
 }
