@@ -27,9 +27,16 @@ pub enum SinkConfig {
     Postgres { url: String },
     /// `hubspot`: `HUBSPOT_TOKEN`, `HUBSPOT_BASE_URL`, `HUBSPOT_ID_PROPERTY`.
     HubSpot { token: String, base_url: String, id_property: String },
-    /// `salesforce`: `SALESFORCE_INSTANCE_URL`, `SALESFORCE_ACCESS_TOKEN`,
+    /// `salesforce`: `SALESFORCE_INSTANCE_URL` (the org's My Domain URL), `SALESFORCE_CLIENT_ID`,
+    /// `SALESFORCE_CLIENT_SECRET` (a connected app with the client credentials flow),
     /// `SALESFORCE_API_VERSION`, `SALESFORCE_EXTERNAL_ID_FIELD`.
-    Salesforce { instance_url: String, token: String, api_version: String, external_id_field: String },
+    Salesforce {
+        instance_url: String,
+        client_id: String,
+        client_secret: String,
+        api_version: String,
+        external_id_field: String,
+    },
     /// Any `https://` (or, for local tests, `http://127.0.0.1`) URL: POST the lead as JSON,
     /// signed per Standard Webhooks with `WEBHOOK_SINK_SECRET`.
     Webhook { url: String, secret: SigningSecret },
@@ -91,7 +98,8 @@ impl Config {
             }
             SinkConfig::Salesforce {
                 instance_url: url("SALESFORCE_INSTANCE_URL", None)?,
-                token: require("SALESFORCE_ACCESS_TOKEN", "a Salesforce access token")?,
+                client_id: require("SALESFORCE_CLIENT_ID", "the connected app's consumer key")?,
+                client_secret: require("SALESFORCE_CLIENT_SECRET", "the connected app's consumer secret")?,
                 api_version: version,
                 external_id_field: get("SALESFORCE_EXTERNAL_ID_FIELD")
                     .unwrap_or_else(|| SALESFORCE_EXTERNAL_ID_FIELD.to_owned()),
@@ -163,11 +171,13 @@ mod tests {
             sink(&[
                 ("LEAD_SINK", "salesforce"),
                 ("SALESFORCE_INSTANCE_URL", "https://acme.my.salesforce.com/"),
-                ("SALESFORCE_ACCESS_TOKEN", "tok")
+                ("SALESFORCE_CLIENT_ID", "id"),
+                ("SALESFORCE_CLIENT_SECRET", "secret")
             ]),
             Ok(SinkConfig::Salesforce {
                 instance_url: "https://acme.my.salesforce.com".into(),
-                token: "tok".into(),
+                client_id: "id".into(),
+                client_secret: "secret".into(),
                 api_version: "60.0".into(),
                 external_id_field: "Static_Forms_Submission_Id__c".into()
             })
@@ -212,9 +222,24 @@ mod tests {
         );
         assert_eq!(sink(&[("LEAD_SINK", "salesforce")]).map_err(|e| e.0), Err("SALESFORCE_INSTANCE_URL"));
         assert_eq!(
+            sink(&[("LEAD_SINK", "salesforce"), ("SALESFORCE_INSTANCE_URL", "https://x")]).map_err(|e| e.0),
+            Err("SALESFORCE_CLIENT_ID")
+        );
+        assert_eq!(
             sink(&[
                 ("LEAD_SINK", "salesforce"),
                 ("SALESFORCE_INSTANCE_URL", "https://x"),
+                ("SALESFORCE_CLIENT_ID", "i")
+            ])
+            .map_err(|e| e.0),
+            Err("SALESFORCE_CLIENT_SECRET")
+        );
+        assert_eq!(
+            sink(&[
+                ("LEAD_SINK", "salesforce"),
+                ("SALESFORCE_INSTANCE_URL", "https://x"),
+                ("SALESFORCE_CLIENT_ID", "i"),
+                ("SALESFORCE_CLIENT_SECRET", "s"),
                 ("SALESFORCE_API_VERSION", "v60")
             ])
             .map_err(|e| e.0),

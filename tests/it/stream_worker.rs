@@ -269,16 +269,20 @@ async fn hubspot_upserts_by_the_submission_property_and_honours_rate_limits() {
     );
 }
 
-#[tokio::test]
-async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
-    let standin = SalesforceStandIn::start("sf-token", "60.0", "Static_Forms_Submission_Id__c");
-    let config = SinkConfig::Salesforce {
+fn salesforce_config(standin: &SalesforceStandIn, secret: &str) -> SinkConfig {
+    SinkConfig::Salesforce {
         instance_url: standin.server.url(),
-        token: "sf-token".into(),
+        client_id: "sf-client".into(),
+        client_secret: secret.into(),
         api_version: "60.0".into(),
         external_id_field: "Static_Forms_Submission_Id__c".into(),
-    };
-    let sink = Sink::connect(&config).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
+    let sink = Sink::connect(&salesforce_config(&standin, "sf-secret")).await.unwrap();
     let lead = sample_lead("sub_sf");
     sink.upsert(&lead, "k").await.unwrap(); // 201
     sink.upsert(&lead, "k").await.unwrap(); // 204
@@ -287,12 +291,35 @@ async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
         assert_eq!(state.leads.len(), 1);
         assert_eq!(state.leads["sub_sf"]["LastName"], "Integration-Lovelace");
         assert_eq!(state.leads["sub_sf"]["Company"], "[not provided]");
+        assert_eq!(state.issued, 1, "one token for both calls");
     }
+    // An ID with characters a path must encode arrives as the same value.
+    sink.upsert(&sample_lead("sub/8fK2?x#y"), "k").await.unwrap();
+    assert!(standin.state.lock().unwrap().leads.contains_key("sub/8fK2?x#y"));
     standin.state.lock().unwrap().ambiguous.insert("sub_dup".into());
     assert_eq!(
         sink.upsert(&sample_lead("sub_dup"), "k").await,
         Err(SinkError::Permanent { reason: "sink_multiple_matches" })
     );
+}
+
+#[tokio::test]
+async fn salesforce_fetches_a_new_token_once_when_the_session_expires() {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
+    let sink = Sink::connect(&salesforce_config(&standin, "sf-secret")).await.unwrap();
+    sink.upsert(&sample_lead("sub_a"), "k").await.unwrap();
+    // The session times out mid-run: the next call gets 401, logs in again, and succeeds.
+    standin.expire_tokens();
+    sink.upsert(&sample_lead("sub_b"), "k").await.unwrap();
+    assert_eq!(standin.state.lock().unwrap().issued, 2);
+    assert_eq!(standin.state.lock().unwrap().leads.len(), 2);
+    // Wrong client credentials: a configuration fault, retried (loudly), never a FAILED lead.
+    let wrong = Sink::connect(&salesforce_config(&standin, "not-the-secret")).await.unwrap();
+    assert_eq!(
+        wrong.upsert(&sample_lead("sub_c"), "k").await,
+        Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None })
+    );
+    assert!(!standin.state.lock().unwrap().leads.contains_key("sub_c"));
 }
 
 #[tokio::test]

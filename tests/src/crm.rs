@@ -72,7 +72,9 @@ impl HubSpotStandIn {
     }
 }
 
-/// Salesforce's Lead upsert by an external ID field.
+/// Salesforce's Lead upsert by an external ID field, behind the OAuth 2.0 client credentials
+/// flow: tokens come from `/services/oauth2/token`, and expire on demand (`expire_tokens`), as
+/// sessions do after their timeout, answering 401 `INVALID_SESSION_ID`.
 pub struct SalesforceStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<SalesforceState>>,
@@ -80,34 +82,85 @@ pub struct SalesforceStandIn {
 
 #[derive(Default)]
 pub struct SalesforceState {
-    /// Leads by external ID.
+    /// Leads by external ID (percent-decoded, as Salesforce stores the value).
     pub leads: BTreeMap<String, Value>,
     /// External IDs that match more than one Lead (answered with 300).
     pub ambiguous: BTreeSet<String>,
+    /// Access tokens currently valid.
+    pub tokens: BTreeSet<String>,
+    /// Tokens issued so far.
+    pub issued: usize,
 }
 
+/// The Lead fields the stand-in's org has (anything else is `INVALID_FIELD`).
+const LEAD_FIELDS: [&str; 5] = ["FirstName", "LastName", "Email", "Company", "Description"];
+
 impl SalesforceStandIn {
-    pub fn start(token: &str, version: &str, field: &str) -> SalesforceStandIn {
+    pub fn start(client_id: &str, client_secret: &str, version: &str, field: &str) -> SalesforceStandIn {
         let state = Arc::new(Mutex::new(SalesforceState::default()));
         let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
-        let (token, shared) = (token.to_owned(), Arc::clone(&state));
+        let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
+        let own_url: Arc<Mutex<String>> = Arc::default();
+        let url = Arc::clone(&own_url);
         let server = StubServer::start(move |request: StubRequest| {
             let mut state = shared.lock().unwrap();
-            if request.header("authorization") != Some(&format!("Bearer {token}")) {
-                return StubResponse::json(401, json!([{"errorCode": "INVALID_SESSION_ID"}]));
+            if request.path == "/services/oauth2/token" {
+                let form: BTreeMap<String, String> = form_decode(&request.body);
+                let is_form = request.header("content-type") == Some("application/x-www-form-urlencoded");
+                if request.method != "POST"
+                    || !is_form
+                    || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+                {
+                    return StubResponse::json(400, json!({"error": "unsupported_grant_type"}));
+                }
+                if form.get("client_id") != Some(&client_id) || form.get("client_secret") != Some(&client_secret) {
+                    return StubResponse::json(
+                        400,
+                        json!({"error": "invalid_client", "error_description": "invalid client credentials"}),
+                    );
+                }
+                state.issued += 1;
+                let token = format!("00D!token-{}", state.issued);
+                state.tokens.insert(token.clone());
+                return StubResponse::json(
+                    200,
+                    json!({
+                        "access_token": token, "instance_url": url.lock().unwrap().clone(), "token_type": "Bearer",
+                        "issued_at": "1796019713000", "signature": "c2ln", "id": "https://login.salesforce.com/id/00D/005"
+                    }),
+                );
+            }
+            let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+            if !state.tokens.contains(bearer) {
+                return StubResponse::json(
+                    401,
+                    json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
+                );
             }
             let Some(id) = request.path.strip_prefix(&prefix).filter(|_| request.method == "PATCH") else {
                 return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND"}]));
             };
-            if state.ambiguous.contains(id) {
+            let id = percent_decode(id);
+            if state.ambiguous.contains(&id) {
                 return StubResponse::json(
                     300,
                     json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
                 );
             }
+            if !request.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+                return StubResponse::json(415, json!([{"errorCode": "UNSUPPORTED_MEDIA_TYPE"}]));
+            }
             let Ok(fields) = serde_json::from_slice::<Value>(&request.body) else {
                 return StubResponse::json(400, json!([{"errorCode": "JSON_PARSER_ERROR"}]));
             };
+            if let Some(unknown) =
+                fields.as_object().and_then(|f| f.keys().find(|k| !LEAD_FIELDS.contains(&k.as_str())))
+            {
+                return StubResponse::json(
+                    400,
+                    json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{unknown}' on sobject of type Lead")}]),
+                );
+            }
             for required in ["LastName", "Company"] {
                 if fields[required].as_str().is_none_or(str::is_empty) {
                     return StubResponse::json(
@@ -116,7 +169,7 @@ impl SalesforceStandIn {
                     );
                 }
             }
-            match state.leads.get_mut(id) {
+            match state.leads.get_mut(&id) {
                 Some(lead) => {
                     for (name, value) in fields.as_object().cloned().unwrap_or_default() {
                         lead[name] = value;
@@ -124,7 +177,7 @@ impl SalesforceStandIn {
                     StubResponse { status: 204, headers: vec![], body: String::new() }
                 }
                 None => {
-                    state.leads.insert(id.to_owned(), fields);
+                    state.leads.insert(id, fields);
                     StubResponse::json(
                         201,
                         json!({"id": "00Q000000000001", "success": true, "errors": [], "created": true}),
@@ -132,6 +185,42 @@ impl SalesforceStandIn {
                 }
             }
         });
+        *own_url.lock().unwrap() = server.url();
         SalesforceStandIn { server, state }
     }
+
+    /// Ends every session, as the org's session timeout does.
+    pub fn expire_tokens(&self) {
+        self.state.lock().unwrap().tokens.clear();
+    }
+}
+
+/// `%XX` sequences as bytes, then UTF-8.
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// An `application/x-www-form-urlencoded` body as a map.
+fn form_decode(body: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " "))))
+        .collect()
 }

@@ -57,9 +57,14 @@ impl Sink {
             SinkConfig::HubSpot { token, base_url, id_property } => {
                 Sink::HubSpot(hubspot::HubSpot::new(http::client()?, base_url, token, id_property))
             }
-            SinkConfig::Salesforce { instance_url, token, api_version, external_id_field } => Sink::Salesforce(
-                salesforce::Salesforce::new(http::client()?, instance_url, token, api_version, external_id_field),
-            ),
+            SinkConfig::Salesforce { instance_url, client_id, client_secret, api_version, external_id_field } => {
+                let login = salesforce::Login {
+                    domain_url: instance_url.clone(),
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                };
+                Sink::Salesforce(salesforce::Salesforce::new(http::client()?, login, api_version, external_id_field))
+            }
             SinkConfig::Webhook { url, secret } => {
                 Sink::Webhook(webhook::Webhook::new(http::client()?, url, secret.clone()))
             }

@@ -2,6 +2,14 @@
 //!
 //! `PATCH /services/data/vNN.N/sobjects/Lead/<field>/<submissionId>`: 201 created, 200 or 204
 //! updated, 300 when several Leads match (a data problem: permanent for this lead).
+//!
+//! Access is the OAuth 2.0 client credentials flow of a connected app: `POST
+//! <My Domain>/services/oauth2/token` with the client ID and secret gives an access token (and
+//! the instance URL to call). Tokens end with the session (two hours by default) and the answer
+//! does not say when, so the token is cached and fetched again once when a call answers 401
+//! `INVALID_SESSION_ID`.
+
+use std::sync::Mutex;
 
 use serde_json::json;
 use shared::lead::Lead;
@@ -12,18 +20,78 @@ use super::{LeadSink, SinkError};
 /// What Salesforce requires on a Lead when the form did not supply it.
 pub const NOT_PROVIDED: &str = "[not provided]";
 
-/// A Salesforce org reached with an access token.
+/// A Salesforce org reached through a connected app's client credentials.
 pub struct Salesforce {
     client: reqwest::Client,
-    base: String,
+    login: Login,
+    /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL.
+    path: String,
+    /// The current access token and the instance URL it is for.
+    session: Mutex<Option<Session>>,
+}
+
+/// What the token request needs.
+pub struct Login {
+    /// The org's My Domain URL, where the token endpoint is.
+    pub domain_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+#[derive(Clone)]
+struct Session {
     token: String,
+    instance_url: String,
 }
 
 impl Salesforce {
-    pub fn new(client: reqwest::Client, instance_url: &str, token: &str, version: &str, field: &str) -> Salesforce {
-        let base = format!("{instance_url}/services/data/v{version}/sobjects/Lead/{field}");
-        Salesforce { client, base, token: token.to_owned() }
+    pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
+        let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
+        Salesforce { client, login, path, session: Mutex::new(None) }
     }
+
+    /// The cached session, or a new one from the token endpoint.
+    async fn session(&self, fresh: bool) -> Result<Session, SinkError> {
+        if !fresh {
+            if let Some(session) = self.session.lock().map_err(|_| poisoned())?.clone() {
+                return Ok(session);
+            }
+        }
+        let form = [
+            ("grant_type", "client_credentials"),
+            ("client_id", self.login.client_id.as_str()),
+            ("client_secret", self.login.client_secret.as_str()),
+        ];
+        let url = format!("{}/services/oauth2/token", self.login.domain_url);
+        let response = self.client.post(url).form(&form).send().await.map_err(|e| transport_error(&e))?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            // `invalid_client`, `invalid_grant` (400) or 401: the connected app's settings need
+            // a fix; never a reason to fail a lead.
+            if matches!(status, 400 | 401 | 403) {
+                return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
+            }
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
+            return Err(classify_status(status, retry_after));
+        }
+        let answer: serde_json::Value = response.json().await.map_err(|e| transport_error(&e))?;
+        let token = answer["access_token"].as_str().filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
+        };
+        let instance_url = answer["instance_url"]
+            .as_str()
+            .filter(|u| u.starts_with("https://") || u.starts_with("http://127.0.0.1"))
+            .unwrap_or(&self.login.domain_url)
+            .trim_end_matches('/');
+        let session = Session { token: token.to_owned(), instance_url: instance_url.to_owned() };
+        *self.session.lock().map_err(|_| poisoned())? = Some(session.clone());
+        Ok(session)
+    }
+}
+
+fn poisoned() -> SinkError {
+    SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None }
 }
 
 /// The Lead's fields: `LastName` and `Company` are required by Salesforce.
@@ -78,15 +146,22 @@ pub fn path_segment(text: &str) -> String {
 impl LeadSink for Salesforce {
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
         // Submission IDs may hold any character but controls: one path segment, percent-encoded.
-        let url = format!("{}/{}", self.base, path_segment(&external_id(&lead.external_id)));
-        let request = self.client.patch(url).bearer_auth(&self.token).json(&fields(lead));
-        let response = request.send().await.map_err(|e| transport_error(&e))?;
-        match response.status().as_u16() {
-            200 | 201 | 204 => Ok(()),
-            300 => Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
-            status => {
-                let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
-                Err(classify_status(status, retry_after))
+        let segment = path_segment(&external_id(&lead.external_id));
+        let mut fresh = false;
+        loop {
+            let session = self.session(fresh).await?;
+            let url = format!("{}{}/{segment}", session.instance_url, self.path);
+            let request = self.client.patch(url).bearer_auth(&session.token).json(&fields(lead));
+            let response = request.send().await.map_err(|e| transport_error(&e))?;
+            match response.status().as_u16() {
+                200 | 201 | 204 => return Ok(()),
+                300 => return Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
+                // The session ended: one new token, then the call again.
+                401 if !fresh => fresh = true,
+                status => {
+                    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
+                    return Err(classify_status(status, retry_after));
+                }
             }
         }
     }
