@@ -20,6 +20,8 @@ apt_packages() {
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+  # The PostgreSQL TLS tests make their CA and server certificate with it.
+  [ -x /usr/bin/openssl ] || missing+=(openssl)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]} (about a minute)"
     export DEBIAN_FRONTEND=noninteractive

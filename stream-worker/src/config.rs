@@ -23,8 +23,9 @@ pub struct Config {
 pub enum SinkConfig {
     /// `sqlite://<path>`.
     Sqlite { path: String },
-    /// `postgres://...` (or `postgresql://...`), passed to the driver as is.
-    Postgres { url: String },
+    /// `postgres://...` (or `postgresql://...`), with `sslmode` and the CA file read
+    /// (`POSTGRES_CA_FILE` or `sslrootcert`).
+    Postgres { target: crate::sink::postgres::PostgresTarget },
     /// `hubspot`: `HUBSPOT_TOKEN`, `HUBSPOT_BASE_URL`, `HUBSPOT_ID_PROPERTY`.
     HubSpot { token: String, base_url: String, id_property: String },
     /// `salesforce`: `SALESFORCE_INSTANCE_URL` (the org's My Domain URL), `SALESFORCE_CLIENT_ID`,
@@ -84,7 +85,9 @@ impl Config {
             }
             SinkConfig::Sqlite { path: path.to_owned() }
         } else if sink_text.starts_with("postgres://") || sink_text.starts_with("postgresql://") {
-            SinkConfig::Postgres { url: sink_text }
+            let target = crate::sink::postgres::PostgresTarget::parse(&sink_text, get("POSTGRES_CA_FILE"))
+                .map_err(|e| ConfigError { variable: "LEAD_SINK", expected: e.0 })?;
+            SinkConfig::Postgres { target }
         } else if sink_text == "hubspot" {
             SinkConfig::HubSpot {
                 token: require("HUBSPOT_TOKEN", "a HubSpot private app token")?,
@@ -157,7 +160,12 @@ mod tests {
         );
         assert_eq!(
             sink(&[("LEAD_SINK", "postgres://u:p@127.0.0.1:5432/db")]),
-            Ok(SinkConfig::Postgres { url: "postgres://u:p@127.0.0.1:5432/db".into() })
+            Ok(SinkConfig::Postgres {
+                target: crate::sink::postgres::PostgresTarget {
+                    url: "postgres://u:p@127.0.0.1:5432/db".into(),
+                    tls: crate::sink::postgres::TlsMode::Disable
+                }
+            })
         );
         assert_eq!(
             sink(&[("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "pat")]),
@@ -199,6 +207,10 @@ mod tests {
         assert_eq!(load(&[("LEAD_SINK", "sqlite://x")]).map_err(|e| e.variable), Err("RECEIPTS_TABLE"));
         assert_eq!(sink(&[]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "mysql://x")]).map_err(|e| e.0), Err("LEAD_SINK"));
+        assert_eq!(
+            sink(&[("LEAD_SINK", "postgres://u@db.example.com/x?sslmode=prefer")]),
+            Err(("LEAD_SINK", "sslmode must be disable, require or verify-full"))
+        );
         assert_eq!(sink(&[("LEAD_SINK", "sqlite://")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "http://crm.example.com")]).map_err(|e| e.0), Err("LEAD_SINK"));
         assert_eq!(sink(&[("LEAD_SINK", "http://127.0.0.1.example.com/x")]).map_err(|e| e.0), Err("LEAD_SINK"));

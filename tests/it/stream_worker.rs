@@ -11,6 +11,7 @@ use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
 use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
@@ -104,7 +105,9 @@ async fn a_record_delivered_twice_is_one_lead_upserted_twice_sqlite() {
 async fn a_record_delivered_twice_is_one_lead_upserted_twice_postgres() {
     let w = world().await;
     let postgres = Postgres::start();
-    let sink = Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap();
+    let sink = Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
+        .await
+        .unwrap();
     let handler = Handler { sink, receipts: w.receipts() };
     w.deliver("sub_pg");
     worker::drain(&w.poller(), &handler).await;
@@ -152,7 +155,9 @@ impl<S: LeadSink + Sync> LeadSink for FlakySink<S> {
 async fn a_retryable_failure_stops_the_batch_at_that_record_and_resumes_there() {
     let w = world().await;
     let postgres = Postgres::start();
-    let inner = Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap();
+    let inner = Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
+        .await
+        .unwrap();
     let sink = FlakySink { inner, broken: Mutex::new(Some("sub_3".into())), attempts: Mutex::new(vec![]) };
     let handler = Handler { sink, receipts: w.receipts() };
     for i in 1..=5 {
@@ -432,4 +437,64 @@ async fn the_poller_refuses_a_stream_without_new_images() {
     assert!(format!("{error:#}").contains("KEYS_ONLY"), "{error:#}");
     // The receipts table, with new and old images, is accepted.
     w.poller().check_stream().await.unwrap();
+}
+
+/// Upserts one lead through a PostgreSQL sink configured by `url` (and `ca_file`).
+async fn postgres_upsert(url: &str, ca_file: Option<String>, id: &str) -> Result<(), SinkError> {
+    let target = PostgresTarget::parse(url, ca_file).unwrap();
+    let sink = Sink::connect(&SinkConfig::Postgres { target }).await.unwrap();
+    sink.upsert(&sample_lead(id), "k").await
+}
+
+#[tokio::test]
+async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
+    // The server takes TLS only (hostssl), with a certificate from a test CA.
+    let postgres = Postgres::start_tls();
+    let ca = postgres.ca_file.as_ref().unwrap().display().to_string();
+    let base = postgres.url_by_name();
+    // verify-full with the private CA: the chain and the name check out.
+    postgres_upsert(&format!("{base}?sslmode=verify-full&sslrootcert={ca}"), None, "sub_tls_1").await.unwrap();
+    postgres_upsert(&format!("{base}?sslmode=verify-full"), Some(ca.clone()), "sub_tls_2").await.unwrap();
+    // require: encrypted, the certificate not checked.
+    postgres_upsert(&format!("{base}?sslmode=require"), None, "sub_tls_3").await.unwrap();
+    // verify-full without the CA: the system's roots do not know it, so no connection. A
+    // configuration fault: retried, never a FAILED lead.
+    let unknown_ca = postgres_upsert(&format!("{base}?sslmode=verify-full"), None, "sub_tls_x").await;
+    assert!(matches!(unknown_ca, Err(SinkError::Retryable { .. })), "{unknown_ca:?}");
+    // verify-full to a name the certificate does not hold.
+    let wrong_name =
+        format!("postgres://postgres@127.0.0.2:{}/postgres?sslmode=verify-full&sslrootcert={ca}", postgres.port);
+    assert!(matches!(postgres_upsert(&wrong_name, None, "sub_tls_y").await, Err(SinkError::Retryable { .. })));
+    // disable: the server refuses plain TCP.
+    let plain = postgres_upsert(&format!("{base}?sslmode=disable"), None, "sub_tls_z").await;
+    assert!(matches!(plain, Err(SinkError::Retryable { .. })), "{plain:?}");
+    let reader = PostgresTarget::parse(&format!("{}?sslmode=require", postgres.url()), None).unwrap();
+    let client = reader.connect().await.unwrap();
+    let rows = client.query("SELECT external_id FROM leads ORDER BY external_id", &[]).await.unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, ["sub_tls_1", "sub_tls_2", "sub_tls_3"]);
+}
+
+#[tokio::test]
+async fn a_postgres_server_that_never_answers_times_out_and_is_retried() {
+    // Accepts connections and says nothing, as a hung server or a black-holed route.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().take(1) {
+            open.push(stream);
+            std::thread::sleep(Duration::from_secs(10));
+        }
+    });
+    let started = std::time::Instant::now();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let result = postgres_upsert(&url, None, "sub_hang").await;
+    assert_eq!(result, Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }));
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(9), "gave up after {waited:?}, within the connect timeout");
+    drop(held);
+    // The sink does not connect at all until it has a lead: setting it up needs no server.
+    let target = PostgresTarget::parse("postgres://postgres@127.0.0.1:9/postgres", None).unwrap();
+    assert!(Sink::connect(&SinkConfig::Postgres { target }).await.is_ok());
 }

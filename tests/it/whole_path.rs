@@ -10,6 +10,7 @@ use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
 use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::Sink;
 use tests::aws::sdk_config;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
@@ -186,7 +187,9 @@ async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_
     let p = path().await;
     let postgres = Postgres::start();
     let handler = Handler {
-        sink: Sink::connect(&SinkConfig::Postgres { url: postgres.url() }).await.unwrap(),
+        sink: Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
+            .await
+            .unwrap(),
         receipts: p.receipts(),
     };
     let hot = delivery::body("e2e_hot", delivery::VISITOR_MESSAGE, delivery::now_secs());

@@ -17,6 +17,9 @@ pub struct Postgres {
     bin: PathBuf,
     data: PathBuf,
     dir: PathBuf,
+    /// With [`Postgres::start_tls`]: the PEM file of the test CA that signed the server's
+    /// certificate (for `localhost` and `127.0.0.1`).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The folder with `initdb` and `pg_ctl` (Debian puts them under /usr/lib/postgresql/<major>/bin).
@@ -51,8 +54,65 @@ fn server_dir() -> PathBuf {
     dir
 }
 
+/// Makes a test CA and a server certificate it signs, for `localhost` and `127.0.0.1`, in
+/// `dir`: `ca.crt`, `server.crt`, `server.key`.
+fn make_certificates(dir: &std::path::Path) {
+    let run = |args: &[&str]| {
+        let output = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs (make setup)");
+        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=webhook-receiver test CA", "-keyout", "ca.key"];
+    ca.extend(ec);
+    ca.extend([
+        "-out",
+        "ca.crt",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    run(&ca);
+    let mut csr = vec!["req", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr"];
+    csr.extend(ec);
+    run(&csr);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.crt",
+    ]);
+}
+
 impl Postgres {
+    /// A server that speaks plain TCP.
     pub fn start() -> Postgres {
+        Postgres::start_with(false)
+    }
+
+    /// A server that accepts only TLS connections (`hostssl`), with a certificate from a test
+    /// CA ([`Postgres::ca_file`]).
+    pub fn start_tls() -> Postgres {
+        Postgres::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Postgres {
         let bin = bin_dir();
         let dir = server_dir();
         let data = dir.join("data");
@@ -64,7 +124,28 @@ impl Postgres {
             .unwrap();
         assert!(output.status.success(), "initdb failed: {}", String::from_utf8_lossy(&output.stderr));
         let port = free_port();
-        let options = format!("-h 127.0.0.1 -p {port} -k {} -c fsync=off", sockets.display());
+        let mut options = format!("-h 127.0.0.1 -p {port} -k {} -c fsync=off", sockets.display());
+        let mut ca_file = None;
+        if tls {
+            let certs = dir.join("certs");
+            std::fs::create_dir_all(&certs).unwrap();
+            make_certificates(&certs);
+            let status = Command::new("chown").arg("-R").arg("postgres:postgres").arg(&certs).status().unwrap();
+            assert!(status.success());
+            std::fs::set_permissions(certs.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                certs.join("server.crt").display(),
+                certs.join("server.key").display()
+            ));
+            // TLS or nothing: plain TCP finds no pg_hba.conf line.
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+            )
+            .unwrap();
+            ca_file = Some(certs.join("ca.crt"));
+        }
         let output = as_postgres(&bin.join("pg_ctl"))
             .arg("-D")
             .arg(&data)
@@ -74,7 +155,7 @@ impl Postgres {
             .output()
             .unwrap();
         assert!(output.status.success(), "pg_ctl start failed: {}", String::from_utf8_lossy(&output.stdout));
-        let server = Postgres { port, bin, data, dir };
+        let server = Postgres { port, bin, data, dir, ca_file };
         wait_until("postgres", 20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
         server
     }
@@ -82,6 +163,11 @@ impl Postgres {
     /// A URL for the `postgres` database as the `postgres` user.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The same, by the name the test certificate holds.
+    pub fn url_by_name(&self) -> String {
+        format!("postgres://postgres@localhost:{}/postgres", self.port)
     }
 }
 

@@ -6,6 +6,7 @@ use shared::lead::Lead;
 
 pub mod http;
 pub mod hubspot;
+pub mod postgres;
 pub mod salesforce;
 pub mod sql;
 pub mod webhook;
@@ -49,11 +50,12 @@ pub enum Sink {
 }
 
 impl Sink {
-    /// Connects to the configured sink (for SQL: opens it and creates the schema).
+    /// Sets up the configured sink: SQLite opens its file and schema now; PostgreSQL connects
+    /// on first use (not during a Lambda's init, which a slow database would time out).
     pub async fn connect(config: &SinkConfig) -> anyhow::Result<Sink> {
         Ok(match config {
             SinkConfig::Sqlite { path } => Sink::Sql(sql::SqlSink::sqlite(path)?),
-            SinkConfig::Postgres { url } => Sink::Sql(sql::SqlSink::postgres(url).await?),
+            SinkConfig::Postgres { target } => Sink::Sql(sql::SqlSink::postgres(target.clone())),
             SinkConfig::HubSpot { token, base_url, id_property } => {
                 Sink::HubSpot(hubspot::HubSpot::new(http::client()?, base_url, token, id_property))
             }

@@ -11,6 +11,7 @@ use shared::json::Json;
 use shared::lead::Lead;
 use shared::time::iso8601_millis;
 
+use super::postgres::{ConnectError, PostgresTarget, STATEMENT_TIMEOUT};
 use super::{LeadSink, SinkError};
 
 const SQLITE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS leads (
@@ -54,8 +55,9 @@ const POSTGRES_UPSERT: &str = "INSERT INTO leads (external_id, name, email, mess
 pub enum SqlSink {
     /// An embedded SQLite file.
     Sqlite(Mutex<rusqlite::Connection>),
-    /// A PostgreSQL server; the connection is re-opened when it drops.
-    Postgres { url: String, client: tokio::sync::Mutex<Option<tokio_postgres::Client>> },
+    /// A PostgreSQL server, connected on first use; the connection is re-opened (and the
+    /// schema checked) when it drops or a statement times out.
+    Postgres { target: PostgresTarget, client: tokio::sync::Mutex<Option<tokio_postgres::Client>> },
 }
 
 impl SqlSink {
@@ -72,25 +74,41 @@ impl SqlSink {
         Ok(SqlSink::Sqlite(Mutex::new(connection)))
     }
 
-    /// Connects to PostgreSQL at `url` and creates the schema.
-    pub async fn postgres(url: &str) -> anyhow::Result<SqlSink> {
-        let client = connect_postgres(url).await?;
-        client.batch_execute(POSTGRES_SCHEMA).await?;
-        Ok(SqlSink::Postgres { url: url.to_owned(), client: tokio::sync::Mutex::new(Some(client)) })
+    /// PostgreSQL at `target`; nothing is opened until the first lead.
+    pub fn postgres(target: PostgresTarget) -> SqlSink {
+        SqlSink::Postgres { target, client: tokio::sync::Mutex::new(None) }
     }
 }
 
-async fn connect_postgres(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        // The connection ends when the client drops or the server goes away; the next upsert
-        // sees a closed client and reconnects.
-        let _ = connection.await;
-    });
+/// A new connection with the schema in place.
+async fn connect_postgres(target: &PostgresTarget) -> Result<tokio_postgres::Client, SinkError> {
+    let client = target.connect().await.map_err(|e| match e {
+        ConnectError::Postgres(e) => classify_postgres(&e),
+        ConnectError::Tls(_) => SinkError::Retryable { reason: "sink_tls_config", retry_after: None },
+        ConnectError::Timeout => SinkError::Retryable { reason: "sink_timeout", retry_after: None },
+    })?;
+    within_statement_timeout(client.batch_execute(POSTGRES_SCHEMA)).await?;
     Ok(client)
 }
 
+/// Runs a statement, giving up a little after the server's own `statement_timeout` in case the
+/// server does not answer at all.
+async fn within_statement_timeout<T>(
+    statement: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, SinkError> {
+    match tokio::time::timeout(STATEMENT_TIMEOUT + std::time::Duration::from_secs(1), statement).await {
+        Ok(result) => result.map_err(|e| classify_postgres(&e)),
+        Err(_) => Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }),
+    }
+}
+
 impl LeadSink for SqlSink {
+    fn record_budget(&self) -> std::time::Duration {
+        // A connect, the schema check and the upsert, each at its timeout, then the update.
+        let statement = STATEMENT_TIMEOUT + std::time::Duration::from_secs(1);
+        super::postgres::CONNECT_TIMEOUT + 2 * statement + super::RECEIPT_UPDATE_BUDGET
+    }
+
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
         let extra = Json::Object(lead.extra.clone()).to_text();
         match self {
@@ -105,17 +123,22 @@ impl LeadSink for SqlSink {
                     .map(|_| ())
                     .map_err(|e| classify_sqlite(&e))
             }
-            SqlSink::Postgres { url, client } => {
+            SqlSink::Postgres { target, client } => {
                 let mut guard = client.lock().await;
-                if guard.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
-                    *guard = Some(connect_postgres(url).await.map_err(|e| classify_postgres(&e))?);
+                let connected = match guard.take() {
+                    Some(client) if !client.is_closed() => client,
+                    _ => connect_postgres(target).await?,
+                };
+                let result = within_statement_timeout(
+                    connected
+                        .execute(POSTGRES_UPSERT, &[&lead.external_id, &lead.name, &lead.email, &lead.message, &extra]),
+                )
+                .await;
+                // After a timeout the connection's state is unknown: the next lead opens a new one.
+                if !matches!(result, Err(SinkError::Retryable { reason: "sink_timeout", .. })) {
+                    *guard = Some(connected);
                 }
-                let Some(client) = guard.as_ref() else { unreachable!("set just above") };
-                client
-                    .execute(POSTGRES_UPSERT, &[&lead.external_id, &lead.name, &lead.email, &lead.message, &extra])
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| classify_postgres(&e))
+                result.map(|_| ())
             }
         }
     }
@@ -134,10 +157,14 @@ fn classify_sqlite(error: &rusqlite::Error) -> SinkError {
 }
 
 /// SQLSTATE classes 22 (data exception, e.g. a NUL byte in text) and 23 (integrity) are about
-/// this lead; connection errors and everything else may pass.
+/// this lead; `57014` (the statement timed out) and connection errors and everything else may
+/// pass.
 fn classify_postgres(error: &tokio_postgres::Error) -> SinkError {
-    match error.code().map(|c| &c.code()[..2]) {
-        Some("22" | "23") => SinkError::Permanent { reason: "sink_rejected" },
+    match error.code().map(|c| c.code()) {
+        Some("57014") => SinkError::Retryable { reason: "sink_timeout", retry_after: None },
+        Some(code) if code.starts_with("22") || code.starts_with("23") => {
+            SinkError::Permanent { reason: "sink_rejected" }
+        }
         _ => SinkError::Retryable { reason: "sink_unavailable", retry_after: None },
     }
 }
