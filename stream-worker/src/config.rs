@@ -26,8 +26,9 @@ pub enum SinkConfig {
     /// `postgres://...` (or `postgresql://...`), with `sslmode` and the CA file read
     /// (`POSTGRES_CA_FILE` or `sslrootcert`).
     Postgres { target: crate::sink::postgres::PostgresTarget },
-    /// `hubspot`: `HUBSPOT_TOKEN`, `HUBSPOT_BASE_URL`, `HUBSPOT_ID_PROPERTY`.
-    HubSpot { token: String, base_url: String, id_property: String },
+    /// `hubspot`: `HUBSPOT_TOKEN`, `HUBSPOT_BASE_URL`, `HUBSPOT_ID_PROPERTY` (a unique ticket
+    /// property), `HUBSPOT_TICKET_PIPELINE`, `HUBSPOT_TICKET_STAGE`.
+    HubSpot { token: String, base_url: String, id_property: String, pipeline: String, stage: String },
     /// `salesforce`: `SALESFORCE_INSTANCE_URL` (the org's My Domain URL), `SALESFORCE_CLIENT_ID`,
     /// `SALESFORCE_CLIENT_SECRET` (a connected app with the client credentials flow),
     /// `SALESFORCE_API_VERSION`, `SALESFORCE_EXTERNAL_ID_FIELD`.
@@ -59,8 +60,12 @@ impl fmt::Debug for SinkConfig {
 
 /// Default HubSpot API base URL.
 pub const HUBSPOT_BASE_URL: &str = "https://api.hubapi.com";
-/// Default HubSpot contact property that holds the submission ID (a unique property).
+/// Default HubSpot ticket property that holds the submission ID (a unique property).
 pub const HUBSPOT_ID_PROPERTY: &str = "static_forms_submission_id";
+/// Default ticket pipeline (`0`, the portal's support pipeline) and its first stage (`1`).
+pub const HUBSPOT_TICKET_PIPELINE: &str = "0";
+/// See [`HUBSPOT_TICKET_PIPELINE`].
+pub const HUBSPOT_TICKET_STAGE: &str = "1";
 /// Default Salesforce REST API version.
 pub const SALESFORCE_API_VERSION: &str = "60.0";
 /// Default Salesforce Lead external ID field.
@@ -93,6 +98,8 @@ impl Config {
                 token: require("HUBSPOT_TOKEN", "a HubSpot private app token")?,
                 base_url: url("HUBSPOT_BASE_URL", Some(HUBSPOT_BASE_URL))?,
                 id_property: get("HUBSPOT_ID_PROPERTY").unwrap_or_else(|| HUBSPOT_ID_PROPERTY.to_owned()),
+                pipeline: get("HUBSPOT_TICKET_PIPELINE").unwrap_or_else(|| HUBSPOT_TICKET_PIPELINE.to_owned()),
+                stage: get("HUBSPOT_TICKET_STAGE").unwrap_or_else(|| HUBSPOT_TICKET_STAGE.to_owned()),
             }
         } else if sink_text == "salesforce" {
             let version = get("SALESFORCE_API_VERSION").unwrap_or_else(|| SALESFORCE_API_VERSION.to_owned());
@@ -172,7 +179,9 @@ mod tests {
             Ok(SinkConfig::HubSpot {
                 token: "pat".into(),
                 base_url: "https://api.hubapi.com".into(),
-                id_property: "static_forms_submission_id".into()
+                id_property: "static_forms_submission_id".into(),
+                pipeline: "0".into(),
+                stage: "1".into(),
             })
         );
         assert_eq!(

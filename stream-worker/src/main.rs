@@ -33,6 +33,10 @@ async fn main() -> anyhow::Result<()> {
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
     let sink = Sink::connect(&config.sink).await?;
+    // A misconfigured sink would fail every lead: refuse to start, saying what to fix.
+    if let Err(problem) = sink.check_configuration().await {
+        bail!("the lead sink's configuration cannot work: {problem}");
+    }
     let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
 
     if poll {

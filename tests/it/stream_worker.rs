@@ -1,6 +1,7 @@
 //! The stream worker against ministack's real stream, real PostgreSQL and SQLite, and the CRM
 //! stand-ins. Receipts are written as the edge writes them; the poller feeds the Lambda handler.
 
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -236,42 +237,95 @@ fn sample_lead(id: &str) -> Lead {
     shared::lead::lead_from_receipt(&receipt).unwrap()
 }
 
-#[tokio::test]
-async fn hubspot_upserts_by_the_submission_property_and_honours_rate_limits() {
-    let standin = HubSpotStandIn::start("pat-test", "static_forms_submission_id");
-    let config = SinkConfig::HubSpot {
-        token: "pat-test".into(),
+fn hubspot_config(standin: &HubSpotStandIn, token: &str, id_property: &str) -> SinkConfig {
+    SinkConfig::HubSpot {
+        token: token.into(),
         base_url: standin.server.url(),
-        id_property: "static_forms_submission_id".into(),
-    };
-    let sink = Sink::connect(&config).await.unwrap();
-    let lead = sample_lead("sub_hs");
-    sink.upsert(&lead, "k").await.unwrap();
-    sink.upsert(&lead, "k").await.unwrap();
+        id_property: id_property.into(),
+        pipeline: "0".into(),
+        stage: "1".into(),
+    }
+}
+
+#[tokio::test]
+async fn hubspot_keeps_one_contact_per_person_and_one_ticket_per_submission() {
+    let standin = HubSpotStandIn::start("pat-test", "static_forms_submission_id");
+    let sink = Sink::connect(&hubspot_config(&standin, "pat-test", "static_forms_submission_id")).await.unwrap();
+    sink.check_configuration().await.unwrap();
+    // Two submissions from one person, each delivered twice.
+    for id in ["sub_hs_1", "sub_hs_2", "sub_hs_1", "sub_hs_2"] {
+        sink.upsert(&sample_lead(id), "k").await.unwrap();
+    }
     {
         let state = standin.state.lock().unwrap();
-        assert_eq!(state.contacts.len(), 1);
-        let contact: &Value = &state.contacts["sub_hs"];
+        assert_eq!(state.contacts.len(), 1, "one contact per email");
+        let (contact_id, contact) = state.contacts.iter().next().unwrap();
         assert_eq!(contact["email"], delivery::VISITOR_EMAIL);
-        assert_eq!(contact["static_forms_submission_id"], "sub_hs");
-        assert_eq!(contact["firstname"], "Ada");
+        assert_eq!(
+            (contact["firstname"].as_str(), contact["lastname"].as_str()),
+            (Some("Ada"), Some("Integration-Lovelace"))
+        );
+        assert_eq!(state.tickets.len(), 2, "one ticket per submission");
+        let ticket = &state.tickets["sub_hs_1"].1;
+        assert_eq!(ticket["static_forms_submission_id"], "sub_hs_1");
+        assert_eq!(ticket["content"], delivery::VISITOR_MESSAGE);
+        assert_eq!((ticket["hs_pipeline"].as_str(), ticket["hs_pipeline_stage"].as_str()), (Some("0"), Some("1")));
+        let expected: BTreeSet<(String, String)> =
+            state.tickets.values().map(|(ticket, _)| (ticket.clone(), contact_id.clone())).collect();
+        assert_eq!(state.associations, expected, "each ticket associated with the contact, once");
     }
-    standin.state.lock().unwrap().throttle_first = 3;
+    // A lead without an email is a ticket alone.
+    let mut anonymous = sample_lead("sub_hs_anon");
+    anonymous.email.clear();
+    sink.upsert(&anonymous, "k").await.unwrap();
+    assert_eq!(standin.state.lock().unwrap().contacts.len(), 1);
+    assert!(standin.state.lock().unwrap().tickets.contains_key("sub_hs_anon"));
+    // An email HubSpot refuses is this lead's problem (a 207 per-input error): FAILED.
+    let mut bad_email = sample_lead("sub_hs_bad");
+    bad_email.email = "not-an-email".into();
+    assert_eq!(sink.upsert(&bad_email, "k").await, Err(SinkError::Permanent { reason: "sink_rejected" }));
+}
+
+#[tokio::test]
+async fn hubspot_rate_limits_outages_and_configuration_mistakes_are_retried_never_failed() {
+    let standin = HubSpotStandIn::start("pat-test", "static_forms_submission_id");
+    let sink = Sink::connect(&hubspot_config(&standin, "pat-test", "static_forms_submission_id")).await.unwrap();
+    let lead = sample_lead("sub_hs_rl");
+    standin.state.lock().unwrap().throttle_first = 1;
     assert_eq!(
         sink.upsert(&lead, "k").await,
-        Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_secs(1)) })
+        Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None })
     );
-    let expired = SinkConfig::HubSpot {
-        token: "expired".into(),
-        base_url: standin.server.url(),
-        id_property: "static_forms_submission_id".into(),
-    };
-    let wrong = Sink::connect(&expired).await.unwrap();
-    standin.state.lock().unwrap().throttle_first = 0;
+    standin.state.lock().unwrap().fail_first = 1;
     assert_eq!(
-        wrong.upsert(&lead, "k").await,
+        sink.upsert(&lead, "k").await,
+        Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None })
+    );
+    sink.upsert(&lead, "k").await.unwrap();
+    // A token HubSpot refuses.
+    let expired = Sink::connect(&hubspot_config(&standin, "expired", "static_forms_submission_id")).await.unwrap();
+    assert_eq!(
+        expired.upsert(&lead, "k").await,
         Err(SinkError::Retryable { reason: "sink_unauthorized", retry_after: None })
     );
+    assert!(expired.check_configuration().await.unwrap_err().contains("HUBSPOT_TOKEN"));
+    // A property that does not exist: refused at start, and retried (loudly) if it goes away.
+    let misnamed = Sink::connect(&hubspot_config(&standin, "pat-test", "submission_id_typo")).await.unwrap();
+    let problem = misnamed.check_configuration().await.unwrap_err();
+    assert!(problem.contains("HUBSPOT_ID_PROPERTY") && problem.contains("does not exist"), "{problem}");
+    assert_eq!(
+        misnamed.upsert(&sample_lead("sub_hs_typo"), "k").await,
+        Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+    );
+    // A property whose values are not unique cannot key anything.
+    standin.state.lock().unwrap().ticket_property = Some(("static_forms_submission_id".into(), false));
+    let problem = sink.check_configuration().await.unwrap_err();
+    assert!(problem.contains("unique"), "{problem}");
+    assert_eq!(
+        sink.upsert(&sample_lead("sub_hs_dup"), "k").await,
+        Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+    );
+    assert_eq!(standin.state.lock().unwrap().tickets.len(), 1, "nothing written while misconfigured");
 }
 
 fn salesforce_config(standin: &SalesforceStandIn, secret: &str) -> SinkConfig {

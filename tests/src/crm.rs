@@ -8,7 +8,12 @@ use serde_json::{json, Value};
 
 use crate::stub_http::{StubRequest, StubResponse, StubServer};
 
-/// HubSpot's contacts batch upsert, keyed by one unique property.
+/// HubSpot as its API documents it, for the calls the sink makes: contacts unique by email
+/// (upsert by `email`; a create with an existing email is 409 `CONFLICT`), tickets upserted by
+/// a unique ticket property (which must exist and be unique: else 400 `VALIDATION_ERROR`,
+/// `PROPERTY_DOESNT_EXIST`), per-input errors as 207, v4 default associations, the properties
+/// API, and rate limits as 429 with `policyName` and the `X-HubSpot-RateLimit-*` headers (no
+/// `Retry-After`, which HubSpot documents only for other answers).
 pub struct HubSpotStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<HubSpotState>>,
@@ -16,57 +21,211 @@ pub struct HubSpotStandIn {
 
 #[derive(Default)]
 pub struct HubSpotState {
-    /// Contacts by the unique property's value.
+    /// Contacts by ID: their properties.
     pub contacts: BTreeMap<String, Value>,
+    /// Tickets by the unique property's value: `(ticket ID, properties)`.
+    pub tickets: BTreeMap<String, (String, Value)>,
+    /// Ticket → contact associations.
+    pub associations: BTreeSet<(String, String)>,
+    /// The ticket property that holds submission IDs, and whether it is unique.
+    pub ticket_property: Option<(String, bool)>,
     /// Requests answered so far.
     pub requests: usize,
-    /// Answer this many requests with 429 and `Retry-After: 1` first.
+    /// Answer this many requests with 429 first.
     pub throttle_first: usize,
+    /// Answer this many requests with 502 first (after any throttling).
+    pub fail_first: usize,
+    next_id: u64,
+}
+
+impl HubSpotState {
+    fn new_id(&mut self) -> String {
+        self.next_id += 1;
+        (1000 + self.next_id).to_string()
+    }
+
+    /// The contact with this email (HubSpot compares emails without case).
+    fn contact_by_email(&self, email: &str) -> Option<String> {
+        self.contacts
+            .iter()
+            .find(|(_, c)| c["email"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(email)))
+            .map(|(id, _)| id.clone())
+    }
+}
+
+fn validation_error(message: &str, code: &str) -> StubResponse {
+    StubResponse::json(
+        400,
+        json!({
+            "status": "error", "message": message, "category": "VALIDATION_ERROR",
+            "errors": [{"message": message, "code": code}]
+        }),
+    )
 }
 
 impl HubSpotStandIn {
+    /// A portal whose ticket property `id_property` exists with unique values.
     pub fn start(token: &str, id_property: &str) -> HubSpotStandIn {
-        let state = Arc::new(Mutex::new(HubSpotState::default()));
-        let (token, id_property, shared) = (token.to_owned(), id_property.to_owned(), Arc::clone(&state));
+        let state = Arc::new(Mutex::new(HubSpotState {
+            ticket_property: Some((id_property.to_owned(), true)),
+            ..HubSpotState::default()
+        }));
+        let (token, shared) = (token.to_owned(), Arc::clone(&state));
         let server = StubServer::start(move |request: StubRequest| {
             let mut state = shared.lock().unwrap();
             state.requests += 1;
-            if state.requests <= state.throttle_first {
-                let mut response = StubResponse::json(429, json!({"status": "error", "category": "RATE_LIMITS"}));
-                response.headers.push(("Retry-After".into(), "1".into()));
+            if state.throttle_first > 0 {
+                state.throttle_first -= 1;
+                let mut response = StubResponse::json(
+                    429,
+                    json!({
+                        "status": "error", "message": "You have reached your ten_secondly_rolling limit.",
+                        "errorType": "RATE_LIMIT", "policyName": "TEN_SECONDLY_ROLLING"
+                    }),
+                );
+                response.headers = vec![
+                    ("X-HubSpot-RateLimit-Max".into(), "100".into()),
+                    ("X-HubSpot-RateLimit-Remaining".into(), "0".into()),
+                    ("X-HubSpot-RateLimit-Interval-Milliseconds".into(), "10000".into()),
+                ];
                 return response;
+            }
+            if state.fail_first > 0 {
+                state.fail_first -= 1;
+                return StubResponse::json(502, json!({"status": "error", "message": "Bad Gateway"}));
             }
             if request.header("authorization") != Some(&format!("Bearer {token}")) {
                 return StubResponse::json(401, json!({"status": "error", "category": "INVALID_AUTHENTICATION"}));
             }
-            if (request.method.as_str(), request.path.as_str()) != ("POST", "/crm/v3/objects/contacts/batch/upsert") {
-                return StubResponse::json(404, json!({"status": "error"}));
-            }
-            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-                return StubResponse::json(400, json!({"status": "error", "category": "VALIDATION_ERROR"}));
-            };
-            let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
-            let ids: BTreeSet<&str> = inputs.iter().filter_map(|i| i["id"].as_str()).collect();
-            if ids.len() != inputs.len() {
-                return StubResponse::json(
-                    400,
-                    json!({"status": "error", "message": "Duplicate IDs found in batch input"}),
-                );
-            }
-            let mut results = Vec::new();
-            for input in &inputs {
-                if input["idProperty"] != id_property.as_str() {
-                    return StubResponse::json(400, json!({"status": "error", "message": "Property is not unique"}));
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let path: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
+            match (request.method.as_str(), path.as_slice()) {
+                ("GET", ["crm", "v3", "properties", "tickets", name]) => match &state.ticket_property {
+                    Some((property, unique)) if property == name => StubResponse::json(
+                        200,
+                        json!({"name": name, "type": "string", "fieldType": "text", "hasUniqueValue": unique}),
+                    ),
+                    _ => StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"})),
+                },
+                ("POST", ["crm", "v3", "objects", "contacts"]) => {
+                    let email = body["properties"]["email"].as_str().unwrap_or_default().to_owned();
+                    if let Some(existing) = state.contact_by_email(&email) {
+                        return StubResponse::json(
+                            409,
+                            json!({
+                                "status": "error", "category": "CONFLICT",
+                                "message": format!("Contact already exists. Existing ID: {existing}")
+                            }),
+                        );
+                    }
+                    let id = state.new_id();
+                    state.contacts.insert(id.clone(), body["properties"].clone());
+                    StubResponse::json(201, json!({"id": id, "properties": body["properties"]}))
                 }
-                let id = input["id"].as_str().unwrap_or_default().to_owned();
-                let created = !state.contacts.contains_key(&id);
-                let contact = state.contacts.entry(id).or_insert_with(|| json!({}));
-                for (name, value) in input["properties"].as_object().cloned().unwrap_or_default() {
-                    contact[name] = value;
+                ("POST", ["crm", "v3", "objects", object @ ("contacts" | "tickets"), "batch", "upsert"]) => {
+                    let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
+                    let ids: BTreeSet<&str> = inputs.iter().filter_map(|i| i["id"].as_str()).collect();
+                    if ids.len() != inputs.len() {
+                        return validation_error("Duplicate IDs found in batch input", "DUPLICATE_ID");
+                    }
+                    let (mut results, mut errors) = (Vec::new(), Vec::new());
+                    for input in &inputs {
+                        let id = input["id"].as_str().unwrap_or_default().to_owned();
+                        let id_property = input["idProperty"].as_str().unwrap_or_default();
+                        let properties = input["properties"].as_object().cloned().unwrap_or_default();
+                        if *object == "contacts" {
+                            if id_property != "email" {
+                                return validation_error(
+                                    &format!("Property \"{id_property}\" does not exist"),
+                                    "PROPERTY_DOESNT_EXIST",
+                                );
+                            }
+                            if !id.contains('@') {
+                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR",
+                                    "message": format!("Email address {id} is invalid"), "context": {"id": [id]}}));
+                                continue;
+                            }
+                            let (contact_id, created) = match state.contact_by_email(&id) {
+                                Some(existing) => (existing, false),
+                                None => {
+                                    let new = state.new_id();
+                                    state.contacts.insert(new.clone(), json!({"email": id}));
+                                    (new, true)
+                                }
+                            };
+                            let contact = state.contacts.get_mut(&contact_id).unwrap();
+                            for (name, value) in properties {
+                                contact[name] = value;
+                            }
+                            results.push(json!({"id": contact_id, "new": created, "properties": contact.clone()}));
+                        } else {
+                            match &state.ticket_property {
+                                Some((property, true)) if property == id_property => {}
+                                Some((property, false)) if property == id_property => {
+                                    return validation_error(
+                                        &format!("Property \"{id_property}\" is not unique"),
+                                        "INVALID_ID_PROPERTY",
+                                    );
+                                }
+                                _ => {
+                                    return validation_error(
+                                        &format!("Property \"{id_property}\" does not exist"),
+                                        "PROPERTY_DOESNT_EXIST",
+                                    )
+                                }
+                            }
+                            if properties.get(id_property).and_then(Value::as_str) != Some(id.as_str()) {
+                                return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                            }
+                            let missing = ["subject", "hs_pipeline", "hs_pipeline_stage"]
+                                .into_iter()
+                                .find(|p| properties.get(*p).and_then(Value::as_str).is_none_or(str::is_empty));
+                            if let Some(missing) = missing {
+                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR",
+                                    "message": format!("Property {missing} is required"), "context": {"id": [id]}}));
+                                continue;
+                            }
+                            let created = !state.tickets.contains_key(&id);
+                            if created {
+                                let ticket_id = state.new_id();
+                                state.tickets.insert(id.clone(), (ticket_id, json!({})));
+                            }
+                            let (ticket_id, ticket) = state.tickets.get_mut(&id).unwrap();
+                            for (name, value) in properties {
+                                ticket[name] = value;
+                            }
+                            results
+                                .push(json!({"id": ticket_id.clone(), "new": created, "properties": ticket.clone()}));
+                        }
+                    }
+                    if errors.is_empty() {
+                        StubResponse::json(200, json!({"status": "COMPLETE", "results": results}))
+                    } else {
+                        StubResponse::json(
+                            207,
+                            json!({"status": "COMPLETE", "results": results, "numErrors": errors.len(), "errors": errors}),
+                        )
+                    }
                 }
-                results.push(json!({"properties": contact.clone(), "new": created}));
+                (
+                    "PUT",
+                    ["crm", "v4", "objects", "tickets", ticket, "associations", "default", "contacts", contact],
+                ) => {
+                    let ticket_exists = state.tickets.values().any(|(id, _)| id == ticket);
+                    if !ticket_exists || !state.contacts.contains_key(*contact) {
+                        return StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}));
+                    }
+                    state.associations.insert(((*ticket).to_owned(), (*contact).to_owned()));
+                    StubResponse::json(
+                        200,
+                        json!({"status": "COMPLETE", "results": [{
+                            "from": {"id": ticket}, "to": {"id": contact},
+                            "associationSpec": {"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 16}
+                        }]}),
+                    )
+                }
+                _ => StubResponse::json(404, json!({"status": "error"})),
             }
-            StubResponse::json(200, json!({"status": "COMPLETE", "results": results}))
         });
         HubSpotStandIn { server, state }
     }

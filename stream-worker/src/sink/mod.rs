@@ -56,8 +56,9 @@ impl Sink {
         Ok(match config {
             SinkConfig::Sqlite { path } => Sink::Sql(sql::SqlSink::sqlite(path)?),
             SinkConfig::Postgres { target } => Sink::Sql(sql::SqlSink::postgres(target.clone())),
-            SinkConfig::HubSpot { token, base_url, id_property } => {
-                Sink::HubSpot(hubspot::HubSpot::new(http::client()?, base_url, token, id_property))
+            SinkConfig::HubSpot { token, base_url, id_property, pipeline, stage } => {
+                let tickets = hubspot::TicketPipeline { pipeline: pipeline.clone(), stage: stage.clone() };
+                Sink::HubSpot(hubspot::HubSpot::new(http::client()?, base_url, token, id_property, tickets))
             }
             SinkConfig::Salesforce { instance_url, client_id, client_secret, api_version, external_id_field } => {
                 let login = salesforce::Login {
@@ -71,6 +72,17 @@ impl Sink {
                 Sink::Webhook(webhook::Webhook::new(http::client()?, url, secret.clone()))
             }
         })
+    }
+}
+
+impl Sink {
+    /// Checks, once at start and where the sink's API allows, that its configuration can work
+    /// (HubSpot: the ticket property exists and is unique); the error says what to fix.
+    pub async fn check_configuration(&self) -> Result<(), String> {
+        match self {
+            Sink::HubSpot(sink) => sink.check_configuration().await,
+            Sink::Sql(_) | Sink::Salesforce(_) | Sink::Webhook(_) => Ok(()),
+        }
     }
 }
 
