@@ -48,6 +48,7 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| ".dev/stream-checkpoint.json".into())
                 .into(),
             retry_pause: Duration::from_secs(1),
+            iterators: Default::default(),
         };
         eprintln!("stream-worker: polling the stream of {}", config.table);
         return poller.run(&handler, Duration::from_millis(250), shutdown()).await;

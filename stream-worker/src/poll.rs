@@ -1,12 +1,20 @@
 //! Local mode: read the table's stream like Lambda does and feed the same handler.
 //!
-//! Every shard is read in order, parents before children; up to 100 records make one batch.
-//! When the handler reports a failure, the shard is read again from that record, exactly as
-//! Lambda retries from the reported sequence number. The last processed sequence number of
-//! each shard is kept in a checkpoint file, so a restart does not replay everything.
+//! Every shard is read in order, and a child only once its parent is finished (so a failure in
+//! a parent holds its children back, as Lambda does); up to 100 records make one batch. When
+//! the handler reports a failure, the shard is read again from that record, exactly as Lambda
+//! retries from the reported sequence number. The last processed sequence number of each shard
+//! is kept in a checkpoint file, written after every batch (write, then rename), so a restart
+//! does not replay everything; a lock file beside it keeps a second poller away. A shard's
+//! `NextShardIterator` is kept between passes, so empty pages in the middle of a shard are
+//! passed, not met again at every pass. A checkpoint older than the stream's 24 hours
+//! (`TrimmedDataAccessException`) is said loudly and reading restarts at `TRIM_HORIZON`: the
+//! records in between are gone from the stream, and only the reconcile job can find their
+//! receipts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
@@ -30,6 +38,54 @@ pub struct Poller {
     pub checkpoint: PathBuf,
     /// Pause after a failed batch before reading it again.
     pub retry_pause: Duration,
+    /// Each shard's `NextShardIterator`, where the last pass stopped.
+    pub iterators: Mutex<BTreeMap<String, String>>,
+}
+
+/// The lock beside a checkpoint, removed when dropped.
+struct CheckpointLock(PathBuf);
+
+impl CheckpointLock {
+    /// Takes the lock, or says who holds it. A lock whose process is gone is taken over.
+    fn take(checkpoint: &std::path::Path) -> anyhow::Result<CheckpointLock> {
+        let path = checkpoint.with_extension("lock");
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    use std::io::Write as _;
+                    write!(file, "{}", std::process::id())?;
+                    return Ok(CheckpointLock(path));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = holder
+                        .trim()
+                        .parse::<u32>()
+                        .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+                    if alive {
+                        return Err(anyhow!(
+                            "another poller (process {}) holds {}: one poller per checkpoint",
+                            holder.trim(),
+                            path.display()
+                        ));
+                    }
+                    // Its process is gone: the lock is stale.
+                    std::fs::remove_file(&path)?;
+                }
+                Err(error) => return Err(error).context("creating the checkpoint's lock"),
+            }
+        }
+        Err(anyhow!("could not take {}", path.display()))
+    }
+}
+
+impl Drop for CheckpointLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Per shard: the last sequence number handled, and whether the shard is closed and done.
@@ -67,6 +123,8 @@ impl Poller {
         S: LeadSink + Sync,
         R: ReceiptStore + Sync,
     {
+        // One poller per checkpoint: two would process records twice and race on the file.
+        let _lock = CheckpointLock::take(&self.checkpoint)?;
         // A stream without new images cannot be worked from; say so before taking any work.
         self.check_stream().await?;
         let mut stop = std::pin::pin!(stop);
@@ -103,51 +161,98 @@ impl Poller {
         let mut checkpoint = self.load_checkpoint(&stream_arn);
         let shards = self.shards(&stream_arn).await?;
         let mut pass = Pass::default();
+        // Shards not finished in this pass: their children wait.
+        let mut unfinished: BTreeSet<String> = BTreeSet::new();
+        let parents: BTreeMap<String, Option<String>> = shards.iter().cloned().collect();
         for shard_id in in_lineage_order(&shards) {
             let state = checkpoint.shards.get(&shard_id).cloned().unwrap_or_default();
             if state.done {
                 continue;
             }
-            let (state, shard_pass) = self.read_shard(handler, &stream_arn, &shard_id, state).await?;
+            if waits_for_parent(&shard_id, &parents, &unfinished) {
+                unfinished.insert(shard_id);
+                continue;
+            }
+            let shard_pass = self.read_shard(handler, &stream_arn, &shard_id, state, &mut checkpoint).await?;
             pass.processed += shard_pass.processed;
             pass.failed_batches += shard_pass.failed_batches;
-            checkpoint.shards.insert(shard_id, state);
-            self.save_checkpoint(&checkpoint)?;
+            if !checkpoint.shards.get(&shard_id).is_some_and(|s| s.done) {
+                unfinished.insert(shard_id);
+            }
         }
         Ok(pass)
     }
 
+    /// A shard iterator: the one the last pass left, else from the checkpoint, else from the
+    /// start. A checkpoint the stream has trimmed restarts at `TRIM_HORIZON`, loudly.
+    async fn iterator(&self, stream_arn: &str, shard_id: &str, state: &ShardState) -> anyhow::Result<Option<String>> {
+        if let Some(kept) = self.iterators.lock().map_err(|_| anyhow!("iterator map poisoned"))?.remove(shard_id) {
+            return Ok(Some(kept));
+        }
+        let request = self.streams.get_shard_iterator().stream_arn(stream_arn).shard_id(shard_id);
+        let Some(seq) = &state.after else {
+            let answer = request.shard_iterator_type(ShardIteratorType::TrimHorizon).send().await;
+            return Ok(answer.context("GetShardIterator")?.shard_iterator);
+        };
+        let answer = request
+            .clone()
+            .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+            .sequence_number(seq)
+            .send()
+            .await;
+        match answer {
+            Ok(answer) => Ok(answer.shard_iterator),
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_trimmed_data_access_exception()) => {
+                eprintln!(
+                    "stream-worker: DATA LOSS RISK: shard {shard_id}'s checkpoint is older than the stream keeps \
+                     (24 hours); records after it and before the trim horizon are gone from the stream. \
+                     Restarting the shard at TRIM_HORIZON; run the reconcile job to find receipts still RECEIVED."
+                );
+                let answer = request.shard_iterator_type(ShardIteratorType::TrimHorizon).send().await;
+                Ok(answer.context("GetShardIterator")?.shard_iterator)
+            }
+            Err(error) => Err(error).context("GetShardIterator"),
+        }
+    }
+
+    /// Reads one shard from where it stopped, batch by batch, saving the checkpoint after each.
     async fn read_shard<S, R>(
         &self,
         handler: &Handler<S, R>,
         stream_arn: &str,
         shard_id: &str,
         mut state: ShardState,
-    ) -> anyhow::Result<(ShardState, Pass)>
+        checkpoint: &mut Checkpoint,
+    ) -> anyhow::Result<Pass>
     where
         S: LeadSink + Sync,
         R: ReceiptStore + Sync,
     {
-        let mut request = self.streams.get_shard_iterator().stream_arn(stream_arn).shard_id(shard_id);
-        request = match &state.after {
-            Some(seq) => request.shard_iterator_type(ShardIteratorType::AfterSequenceNumber).sequence_number(seq),
-            None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
-        };
-        let mut iterator = request.send().await.context("GetShardIterator")?.shard_iterator;
+        let mut iterator = self.iterator(stream_arn, shard_id, &state).await?;
         let mut pass = Pass::default();
         while let Some(current) = iterator {
-            let page = self
-                .streams
-                .get_records()
-                .shard_iterator(current)
-                .limit(BATCH_SIZE)
-                .send()
-                .await
-                .context("GetRecords")?;
+            let page = match self.streams.get_records().shard_iterator(current).limit(BATCH_SIZE).send().await {
+                Ok(page) => page,
+                // An expired kept iterator: the checkpoint says where to start next pass.
+                Err(error) if error.as_service_error().is_some_and(|e| e.is_expired_iterator_exception()) => break,
+                Err(error) => return Err(error).context("GetRecords"),
+            };
             let records = page.records.unwrap_or_default();
             if records.is_empty() {
-                if page.next_shard_iterator.is_none() {
-                    state.done = true;
+                match page.next_shard_iterator {
+                    None => {
+                        state.done = true;
+                        checkpoint.shards.insert(shard_id.to_owned(), state.clone());
+                        self.save_checkpoint(checkpoint)?;
+                    }
+                    // An empty page is not the end of an open shard (records may follow it):
+                    // keep the iterator, so the next pass starts past this page, not here.
+                    Some(next) => {
+                        self.iterators
+                            .lock()
+                            .map_err(|_| anyhow!("iterator map poisoned"))?
+                            .insert(shard_id.to_owned(), next);
+                    }
                 }
                 break;
             }
@@ -159,6 +264,8 @@ impl Poller {
                 None => {
                     pass.processed += records.len();
                     state.after = sequence_numbers.last().cloned().or(state.after);
+                    checkpoint.shards.insert(shard_id.to_owned(), state.clone());
+                    self.save_checkpoint(checkpoint)?;
                     iterator = page.next_shard_iterator;
                 }
                 Some(failed) => {
@@ -168,12 +275,14 @@ impl Poller {
                     if done > 0 {
                         state.after = Some(sequence_numbers[done - 1].clone());
                     }
+                    checkpoint.shards.insert(shard_id.to_owned(), state.clone());
+                    self.save_checkpoint(checkpoint)?;
                     pass.failed_batches += 1;
                     break;
                 }
             }
         }
-        Ok((state, pass))
+        Ok(pass)
     }
 
     /// Refuses a table whose stream is off or carries no new images (`KEYS_ONLY`,
@@ -266,6 +375,12 @@ impl Poller {
     }
 }
 
+/// True if `shard`'s parent is listed and not finished in this pass: the child waits, so no
+/// record of a key is handled before an earlier one still pending in the parent.
+fn waits_for_parent(shard: &str, parents: &BTreeMap<String, Option<String>>, unfinished: &BTreeSet<String>) -> bool {
+    parents.get(shard).cloned().flatten().is_some_and(|parent| unfinished.contains(&parent))
+}
+
 /// Shard IDs ordered so that each comes after its parent (when the parent is still listed).
 fn in_lineage_order(shards: &[(String, Option<String>)]) -> Vec<String> {
     let mut ordered: Vec<String> = Vec::with_capacity(shards.len());
@@ -335,5 +450,39 @@ mod tests {
         let shard = |id: &str, parent: Option<&str>| (id.to_owned(), parent.map(str::to_owned));
         let listed = vec![shard("c2", Some("b")), shard("b", Some("a")), shard("a", None), shard("x", Some("trimmed"))];
         assert_eq!(in_lineage_order(&listed), ["a", "x", "b", "c2"]);
+    }
+
+    #[test]
+    fn children_wait_for_an_unfinished_parent_and_its_line() {
+        let parents: BTreeMap<String, Option<String>> =
+            [("a", None), ("b", Some("a")), ("c", Some("b")), ("x", Some("trimmed"))]
+                .into_iter()
+                .map(|(id, parent)| (id.to_owned(), parent.map(str::to_owned)))
+                .collect();
+        // "a" stopped at a failure: "b" waits, and so "c" waits for "b".
+        let mut unfinished = BTreeSet::from(["a".to_owned()]);
+        assert!(waits_for_parent("b", &parents, &unfinished));
+        unfinished.insert("b".to_owned());
+        assert!(waits_for_parent("c", &parents, &unfinished));
+        // A shard whose parent is no longer listed, or finished, goes ahead.
+        assert!(!waits_for_parent("x", &parents, &unfinished));
+        assert!(!waits_for_parent("a", &parents, &unfinished));
+        assert!(!waits_for_parent("b", &parents, &BTreeSet::new()));
+    }
+
+    #[test]
+    fn one_poller_per_checkpoint() {
+        let dir = std::env::temp_dir().join(format!("poll-lock-{}", std::process::id()));
+        let checkpoint = dir.join("checkpoint.json");
+        let held = CheckpointLock::take(&checkpoint).unwrap();
+        let second = CheckpointLock::take(&checkpoint).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(second.contains("another poller"), "{second}");
+        drop(held);
+        let again = CheckpointLock::take(&checkpoint).unwrap();
+        drop(again);
+        // A lock left by a process that is gone is taken over.
+        std::fs::write(checkpoint.with_extension("lock"), "999999999").unwrap();
+        assert!(CheckpointLock::take(&checkpoint).is_ok());
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

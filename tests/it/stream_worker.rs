@@ -552,3 +552,61 @@ async fn a_postgres_server_that_never_answers_times_out_and_is_retried() {
     let target = PostgresTarget::parse("postgres://postgres@127.0.0.1:9/postgres", None).unwrap();
     assert!(Sink::connect(&SinkConfig::Postgres { target }).await.is_ok());
 }
+
+#[tokio::test]
+async fn a_trimmed_checkpoint_restarts_at_the_trim_horizon_instead_of_failing_forever() {
+    let w = world().await;
+    let path = w.sqlite_path();
+    w.deliver("sub_trim_1");
+    w.deliver("sub_trim_2");
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
+    worker::drain(&w.poller(), &Handler { sink, receipts: w.receipts() }).await;
+    assert_eq!(w.sqlite_leads().len(), 2);
+    // The worker was down longer than the stream keeps records: its checkpoint is trimmed.
+    let proxy = tests::proxy::FaultProxy::start(w.store.port);
+    proxy.set(tests::proxy::Mode::AnswerWhen(
+        "AFTER_SEQUENCE_NUMBER".into(),
+        400,
+        r#"{"__type":"com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException","message":"trimmed"}"#.into(),
+    ));
+    let key = w.store.iam_access_key("trimmed");
+    let through_proxy = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(proxy.endpoint())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_credential_types::Credentials::new(&key.id, &key.secret, None, None, "tests"))
+        .load()
+        .await;
+    let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
+    let sink = Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap();
+    let passes = worker::drain(&poller, &Handler { sink, receipts: w.receipts() }).await;
+    // It went on from the oldest record still there, rather than failing every pass.
+    assert!(passes.iter().all(|p| p.failed_batches == 0), "{passes:?}");
+    let leads = w.sqlite_leads();
+    assert_eq!(leads.iter().map(|l| (l.0.as_str(), l.2)).collect::<Vec<_>>(), [("sub_trim_1", 2), ("sub_trim_2", 2)]);
+}
+
+#[tokio::test]
+async fn a_second_poller_on_the_same_checkpoint_refuses_to_start() {
+    let w = world().await;
+    let (stop_first, stopped) = tokio::sync::oneshot::channel::<()>();
+    let first = w.poller();
+    let second = w.poller();
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    let running = first.run(&handler, Duration::from_millis(20), async {
+        let _ = stopped.await;
+    });
+    let trying = async {
+        // Let the first take the lock, then try the second.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let refused = second.run(&handler, Duration::from_millis(20), async {}).await;
+        let _ = stop_first.send(());
+        refused
+    };
+    let (first_result, refused) = tokio::join!(running, trying);
+    first_result.unwrap();
+    let message = format!("{:#}", refused.unwrap_err());
+    assert!(message.contains("another poller"), "{message}");
+    // Once the first has stopped, the lock is free again.
+    second.run(&handler, Duration::from_millis(20), async {}).await.unwrap();
+}

@@ -23,6 +23,8 @@ pub enum Mode {
     Answer(u16, String),
     /// Answer with this redirect status and `Location`, without forwarding.
     Redirect(u16, String),
+    /// Answer requests whose bytes contain the text with this status and body; forward the rest.
+    AnswerWhen(String, u16, String),
 }
 
 /// A proxy on 127.0.0.1, stopped when dropped.
@@ -105,7 +107,14 @@ fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &Ato
         let _ = client.write_all(response.as_bytes());
         return;
     }
-    if let Mode::Answer(status, body) = mode {
+    let answer = match mode {
+        Mode::Answer(status, body) => Some((*status, body)),
+        Mode::AnswerWhen(text, status, body) if request.windows(text.len()).any(|w| w == text.as_bytes()) => {
+            Some((*status, body))
+        }
+        _ => None,
+    };
+    if let Some((status, body)) = answer {
         let response = format!(
             "HTTP/1.1 {status} Fault\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()

@@ -18,6 +18,7 @@ pub fn poller(config: &aws_config::SdkConfig, table: &str, checkpoint: PathBuf) 
         table: table.to_owned(),
         checkpoint,
         retry_pause: Duration::ZERO,
+        iterators: Default::default(),
     }
 }
 
