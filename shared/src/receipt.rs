@@ -61,6 +61,8 @@ pub struct Receipt {
     pub request_id: String,
     /// `completedAt`, once the lead is written.
     pub completed_at: Option<String>,
+    /// `failedAt`, when the receipt was marked `FAILED`.
+    pub failed_at: Option<String>,
     /// `failureReason`, when the lead can never be written.
     pub failure_reason: Option<String>,
 }
@@ -103,6 +105,7 @@ impl Receipt {
             expires_at: now_secs.saturating_add(i64::from(retention_days) * 86_400),
             request_id: String::from(request_id),
             completed_at: None,
+            failed_at: None,
             failure_reason: None,
         }
     }
@@ -127,6 +130,9 @@ impl Receipt {
         item.insert("requestId".into(), s(&self.request_id));
         if let Some(at) = &self.completed_at {
             item.insert("completedAt".into(), s(at));
+        }
+        if let Some(at) = &self.failed_at {
+            item.insert("failedAt".into(), s(at));
         }
         if let Some(reason) = &self.failure_reason {
             item.insert("failureReason".into(), s(reason));
@@ -159,6 +165,7 @@ impl Receipt {
             expires_at,
             request_id: s("requestId")?,
             completed_at: optional("completedAt")?,
+            failed_at: optional("failedAt")?,
             failure_reason: optional("failureReason")?,
         })
     }
@@ -203,7 +210,7 @@ mod tests {
         let mut receipt = sample();
         assert_eq!(Receipt::from_item(&receipt.to_item()), Ok(receipt.clone()));
         receipt.status = ReceiptStatus::Failed;
-        receipt.completed_at = Some("2026-11-30T06:22:00.000Z".into());
+        receipt.failed_at = Some("2026-11-30T06:22:00.000Z".into());
         receipt.failure_reason = Some("unmappable".into());
         let read = Receipt::from_item(&item_from_wire(&item_to_wire(&receipt.to_item())).unwrap());
         assert_eq!(read, Ok(receipt));

@@ -137,11 +137,13 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         }
     }
 
-    /// Marks the receipt; `Ok("completed" | "failed" | "receipt_gone")`, or the reason to retry.
+    /// Marks the receipt; `Ok("completed" | "failed" | "already_finished" | "receipt_gone")`,
+    /// or the reason to retry.
     async fn finish(&self, key: &str, received_at: &str, mark: Mark<'_>) -> Result<&'static str, &'static str> {
         let now = iso8601_millis(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         match self.receipts.mark(key, received_at, mark, &now).await {
             Ok(Marked::Done) => Ok(if matches!(mark, Mark::Completed) { "completed" } else { "failed" }),
+            Ok(Marked::AlreadyFinished) => Ok("already_finished"),
             Ok(Marked::Gone) => Ok("receipt_gone"),
             Err(error) => Err(error.0),
         }

@@ -20,6 +20,9 @@ pub enum Mark<'a> {
 pub enum Marked {
     /// The receipt was updated.
     Done,
+    /// The same receipt was already `COMPLETED` or `FAILED` (a redelivered record): nothing
+    /// was written, and its verdict stands.
+    AlreadyFinished,
     /// The receipt is gone (TTL), was replaced by a newer one, or is no longer `RECEIVED`:
     /// nothing was written, and nothing must be, or an expired receipt would come back to life
     /// or a finished one change its verdict.
@@ -79,7 +82,11 @@ impl ReceiptStore for DynamoReceipts {
             Mark::Completed => ReceiptStatus::Completed,
             Mark::Failed(_) => ReceiptStatus::Failed,
         };
-        let mut expression = String::from("SET #status = :status, completedAt = :now");
+        // `completedAt` when the lead is written, `failedAt` when it never can be.
+        let mut expression = match mark {
+            Mark::Completed => String::from("SET #status = :status, completedAt = :now"),
+            Mark::Failed(_) => String::from("SET #status = :status, failedAt = :now"),
+        };
         let mut update = self
             .client
             .update_item()
@@ -98,13 +105,28 @@ impl ReceiptStore for DynamoReceipts {
             expression.push_str(", failureReason = :reason");
             update = update.expression_attribute_values(":reason", s(reason));
         }
+        let update = update.return_values_on_condition_check_failure(
+            aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+        );
         match update.update_expression(expression).send().await {
             Ok(_) => Ok(Marked::Done),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Ok(Marked::Gone)
-            }
-            Err(error) if error.as_service_error().is_some() => Err(ReceiptStoreError("receipt_store_refused")),
-            Err(_) => Err(ReceiptStoreError("receipt_store_unreachable")),
+            Err(error) => match error.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
+                    failed,
+                )) => {
+                    // The item as it was tells "already finished" (same receipt, another
+                    // status) from "gone" (deleted, or replaced by a newer receipt).
+                    let text = |name: &str| match failed.item().and_then(|i| i.get(name)) {
+                        Some(AttributeValue::S(value)) => Some(value.as_str()),
+                        _ => None,
+                    };
+                    let same = text("receivedAt") == Some(received_at);
+                    let finished = matches!(text("status"), Some("COMPLETED" | "FAILED"));
+                    Ok(if same && finished { Marked::AlreadyFinished } else { Marked::Gone })
+                }
+                Some(_) => Err(ReceiptStoreError("receipt_store_refused")),
+                None => Err(ReceiptStoreError("receipt_store_unreachable")),
+            },
         }
     }
 }

@@ -11,7 +11,7 @@ use shared::secret::SigningSecret;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
-use stream_worker::receipts::DynamoReceipts;
+use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore};
 use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
@@ -379,6 +379,29 @@ async fn salesforce_fetches_a_new_token_once_when_the_session_expires() {
         Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None })
     );
     assert!(!standin.state.lock().unwrap().leads.contains_key("sub_c"));
+    assert!(wrong.check_configuration().await.unwrap_err().contains("SALESFORCE_CLIENT_ID"));
+}
+
+#[tokio::test]
+async fn salesforce_configuration_mistakes_are_caught_at_start_and_retried_never_failed() {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
+    let sink = Sink::connect(&salesforce_config(&standin, "sf-secret")).await.unwrap();
+    sink.check_configuration().await.unwrap();
+    // A field name the org does not have: refused at start; the upserts answer 404 NOT_FOUND,
+    // which is the configuration, not the lead.
+    let mut misnamed = salesforce_config(&standin, "sf-secret");
+    if let SinkConfig::Salesforce { external_id_field, .. } = &mut misnamed {
+        *external_id_field = "Typo__c".into();
+    }
+    let misnamed = Sink::connect(&misnamed).await.unwrap();
+    assert!(misnamed.check_configuration().await.unwrap_err().contains("no field \"Typo__c\""));
+    assert_eq!(
+        misnamed.upsert(&sample_lead("sub_typo"), "k").await,
+        Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+    );
+    // A field that exists but is not an External ID.
+    standin.state.lock().unwrap().field_not_external = true;
+    assert!(sink.check_configuration().await.unwrap_err().contains("is not an External ID"));
 }
 
 #[tokio::test]
@@ -468,6 +491,20 @@ async fn a_redelivered_record_never_turns_a_completed_receipt_into_failed() {
     w.deliver("sub_refused");
     worker::drain(&w.poller(), &Handler { sink: RefusingSink, receipts: w.receipts() }).await;
     assert_eq!(w.status("sub_refused"), Some(("FAILED".into(), Some("sink_rejected".into()))));
+    // Each verdict has its own time: completedAt for a lead written, failedAt for one never.
+    let done = w.store.get(TABLE, &delivery::key("sub_done")).unwrap();
+    assert!(done["completedAt"]["S"].is_string() && done["failedAt"].is_null(), "{done}");
+    let refused = w.store.get(TABLE, &delivery::key("sub_refused")).unwrap();
+    assert!(refused["failedAt"]["S"].is_string() && refused["completedAt"].is_null(), "{refused}");
+    // The real update tells "already finished" from "gone".
+    let received_at = done["receivedAt"]["S"].as_str().unwrap().to_owned();
+    let receipts = w.receipts();
+    let now = "2026-11-30T07:00:00.000Z";
+    let key = delivery::key("sub_done");
+    assert_eq!(receipts.mark(&key, &received_at, Mark::Failed("x"), now).await, Ok(Marked::AlreadyFinished));
+    assert_eq!(receipts.mark(&key, "2020-01-01T00:00:00.000Z", Mark::Completed, now).await, Ok(Marked::Gone));
+    assert_eq!(receipts.mark(&delivery::key("sub_never"), &received_at, Mark::Completed, now).await, Ok(Marked::Gone));
+    assert_eq!(w.status("sub_done"), Some(("COMPLETED".into(), None)));
 }
 
 #[tokio::test]

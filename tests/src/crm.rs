@@ -249,6 +249,8 @@ pub struct SalesforceState {
     pub tokens: BTreeSet<String>,
     /// Tokens issued so far.
     pub issued: usize,
+    /// Whether the org's external ID field is marked External ID (it always exists).
+    pub field_not_external: bool,
 }
 
 /// The Lead fields the stand-in's org has (anything else is `INVALID_FIELD`).
@@ -259,6 +261,7 @@ impl SalesforceStandIn {
         let state = Arc::new(Mutex::new(SalesforceState::default()));
         let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
         let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
+        let (version, field) = (version.to_owned(), field.to_owned());
         let own_url: Arc<Mutex<String>> = Arc::default();
         let url = Arc::clone(&own_url);
         let server = StubServer::start(move |request: StubRequest| {
@@ -296,8 +299,15 @@ impl SalesforceStandIn {
                     json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
                 );
             }
+            if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
+                let mut fields: Vec<Value> =
+                    LEAD_FIELDS.iter().map(|name| json!({"name": name, "externalId": false})).collect();
+                fields.push(json!({"name": field, "externalId": !state.field_not_external, "unique": true}));
+                return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
+            }
             let Some(id) = request.path.strip_prefix(&prefix).filter(|_| request.method == "PATCH") else {
-                return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND"}]));
+                let message = "Provided external ID field does not exist or is not accessible";
+                return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
             };
             let id = percent_decode(id);
             if state.ambiguous.contains(&id) {

@@ -73,6 +73,7 @@ impl ReceiptStore for MemoryReceipts {
                 };
                 Ok(Marked::Done)
             }
+            Some((at, _, _)) if at == received_at => Ok(Marked::AlreadyFinished),
             _ => Ok(Marked::Gone),
         }
     }

@@ -77,11 +77,13 @@ impl Sink {
 
 impl Sink {
     /// Checks, once at start and where the sink's API allows, that its configuration can work
-    /// (HubSpot: the ticket property exists and is unique); the error says what to fix.
+    /// (HubSpot: the ticket property exists and is unique; Salesforce: the credentials work and
+    /// the field is an External ID on Lead); the error says what to fix.
     pub async fn check_configuration(&self) -> Result<(), String> {
         match self {
             Sink::HubSpot(sink) => sink.check_configuration().await,
-            Sink::Sql(_) | Sink::Salesforce(_) | Sink::Webhook(_) => Ok(()),
+            Sink::Salesforce(sink) => sink.check_configuration().await,
+            Sink::Sql(_) | Sink::Webhook(_) => Ok(()),
         }
     }
 }

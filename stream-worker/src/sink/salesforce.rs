@@ -90,6 +90,44 @@ impl Salesforce {
     }
 }
 
+impl Salesforce {
+    /// Checks, once at start, that the external ID field exists on Lead and is an external ID
+    /// (`GET .../sobjects/Lead/describe`); without that, every upsert would be refused.
+    pub async fn check_configuration(&self) -> Result<(), String> {
+        let session = self.session(false).await.map_err(|e| match e {
+            SinkError::Retryable { reason: "sink_login_refused", .. } => String::from(
+                "SALESFORCE_CLIENT_ID / SALESFORCE_CLIENT_SECRET: Salesforce refused the client credentials",
+            ),
+            other => format!("Salesforce could not be reached ({other:?})"),
+        })?;
+        let (describe, field) = self.path.rsplit_once('/').unwrap_or((self.path.as_str(), ""));
+        let url = format!("{}{describe}/describe", session.instance_url);
+        let response = self.client.get(url).bearer_auth(&session.token).send().await;
+        let response = response.map_err(|e| format!("Salesforce could not be reached: {e}"))?;
+        if response.status().as_u16() != 200 {
+            return Err(format!("Salesforce answered {} to describing Lead", response.status().as_u16()));
+        }
+        let description: serde_json::Value =
+            response.json().await.map_err(|_| String::from("Salesforce's describe answer is not JSON"))?;
+        let fields = description["fields"].as_array().cloned().unwrap_or_default();
+        match fields.iter().find(|f| f["name"] == field) {
+            None => Err(format!("SALESFORCE_EXTERNAL_ID_FIELD: Lead has no field {field:?}")),
+            Some(f) if f["externalId"] != serde_json::Value::Bool(true) => {
+                Err(format!("SALESFORCE_EXTERNAL_ID_FIELD: the Lead field {field:?} is not an External ID"))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// A refusal that names the org's configuration (the external ID field or a Lead field that
+/// does not exist) is retried and loud; any other refusal is about this lead.
+fn classify_refusal(status: u16, body: &str) -> Option<SinkError> {
+    let config = ["NOT_FOUND", "INVALID_FIELD", "does not exist or is not accessible"];
+    (matches!(status, 400 | 404) && config.iter().any(|m| body.contains(m)))
+        .then_some(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+}
+
 fn poisoned() -> SinkError {
     SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None }
 }
@@ -159,8 +197,11 @@ impl LeadSink for Salesforce {
                 // The session ended: one new token, then the call again.
                 401 if !fresh => fresh = true,
                 status => {
-                    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
-                    return Err(classify_status(status, retry_after));
+                    let retry_after =
+                        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                    let body = response.text().await.unwrap_or_default();
+                    let refusal = classify_refusal(status, &body);
+                    return Err(refusal.unwrap_or_else(|| classify_status(status, retry_after.as_deref())));
                 }
             }
         }
