@@ -5,8 +5,9 @@
 //! `COMPLETED`/`FAILED` updates, TTL deletions, items that are not receipts) is skipped.
 //!
 //! A new image that is there but cannot be read is never taken for a missing one: a missing
-//! image is the stream's configuration (retried, nothing may be skipped for it), an unreadable
-//! one is this receipt's content (poison: marked `FAILED` with a reason, and the shard moves on).
+//! image is the stream's configuration (the shell reads the receipt by the record's key, and
+//! retries when it has no key either; nothing may be skipped for it), an unreadable one is this
+//! receipt's content (poison: marked `FAILED` with a reason, and the shard moves on).
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -41,7 +42,8 @@ pub enum RecordAction {
         reason: &'static str,
     },
     /// An `INSERT` or `MODIFY` without a new image: the stream's view type is wrong
-    /// (`KEYS_ONLY` or `OLD_IMAGE`). Nothing may be skipped for that, so it is retried.
+    /// (`KEYS_ONLY` or `OLD_IMAGE`). Nothing may be skipped for that: the shell reads the
+    /// receipt by the record's key, or retries the record when it has none.
     MissingImage,
 }
 

@@ -132,7 +132,7 @@ impl Config {
 
 /// `https://...`, or `http://` to a loopback host (local stand-ins and tests only): the host
 /// itself, not a prefix of it, so `http://127.0.0.1.example.com` is refused.
-fn is_http_url(text: &str) -> bool {
+pub fn is_http_url(text: &str) -> bool {
     let rest = text.strip_prefix("https://").or_else(|| {
         text.strip_prefix("http://").filter(|r| {
             let authority = r.split('/').next().unwrap_or_default();
@@ -275,5 +275,17 @@ mod tests {
         let config =
             load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "https://x/y"), ("WEBHOOK_SINK_SECRET", SECRET)]).unwrap();
         assert!(!format!("{config:?}").contains("c2luay1"));
+        let config = load(&[
+            ("RECEIPTS_TABLE", "r"),
+            ("LEAD_SINK", "salesforce"),
+            ("SALESFORCE_INSTANCE_URL", "https://x"),
+            ("SALESFORCE_CLIENT_ID", "client-id-7"),
+            ("SALESFORCE_CLIENT_SECRET", "client-secret-9"),
+        ])
+        .unwrap();
+        assert!(!format!("{config:?}").contains("client-secret-9"));
+        let config =
+            load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "pat-na1-secret")]).unwrap();
+        assert!(!format!("{config:?}").contains("pat-na1-secret"));
     }
 }

@@ -15,8 +15,6 @@ use crate::sink::{LeadSink, SinkError};
 
 /// Attempts per record within one invocation when the sink asks to be retried later.
 pub const MAX_ATTEMPTS: u32 = 3;
-/// Time kept in reserve after a `Retry-After` wait for the upsert and the receipt update.
-pub const RESERVE: Duration = Duration::from_secs(3);
 /// Longest `Retry-After` honoured in place when there is no invocation deadline (local mode).
 pub const MAX_LOCAL_WAIT: Duration = Duration::from_secs(30);
 
@@ -45,7 +43,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
             let result = if out_of_time { Err(Retry("deadline")) } else { self.process(record, deadline).await };
             if let Err(Retry(reason)) = result {
                 if out_of_time {
-                    log_record(record, None, "defer", "retry", Some(reason), 0);
+                    log_record(record, new_image(record).submission_id(), "defer", "retry", Some(reason), 0);
                 }
                 let mut failure = DynamoDbBatchItemFailure::default();
                 failure.item_identifier = record.change.sequence_number.clone();
@@ -108,7 +106,8 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                         Ok(()) => Mark::Completed,
                         Err(SinkError::Permanent { reason }) => Mark::Failed(reason),
                         Err(SinkError::Retryable { reason, retry_after }) => {
-                            match wait_allowed(retry_after, deadline).filter(|_| attempt < MAX_ATTEMPTS) {
+                            let budget = self.sink.record_budget();
+                            match wait_allowed(retry_after, deadline, budget).filter(|_| attempt < MAX_ATTEMPTS) {
                                 Some(wait) => {
                                     log(id, "apply", "waiting", Some(reason), attempt);
                                     tokio::time::sleep(wait).await;
@@ -167,11 +166,12 @@ pub fn is_stream_of(arn: &str, table: &str) -> bool {
         .is_some_and(|label| !label.is_empty())
 }
 
-/// How long to wait before retrying in place, if the sink said and time allows.
-fn wait_allowed(retry_after: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+/// How long to wait before retrying in place, if the sink said and time allows: the wait, then
+/// the whole record again (`budget`), must end before the deadline.
+fn wait_allowed(retry_after: Option<Duration>, deadline: Option<Instant>, budget: Duration) -> Option<Duration> {
     let wait = retry_after?;
     match deadline {
-        Some(deadline) => (Instant::now() + wait + RESERVE <= deadline).then_some(wait),
+        Some(deadline) => (Instant::now() + wait + budget <= deadline).then_some(wait),
         None => (wait <= MAX_LOCAL_WAIT).then_some(wait),
     }
 }

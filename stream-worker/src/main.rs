@@ -30,12 +30,25 @@ async fn main() -> anyhow::Result<()> {
         // environment, and the next cold start, would write leads somewhere else.
         bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
     }
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    // Every DynamoDB call ends within its timeout, so a record's time can be budgeted.
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .operation_timeout(stream_worker::sink::DYNAMODB_OPERATION_TIMEOUT)
+        .build();
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
     let sink = Sink::connect(&config.sink).await?;
-    // A misconfigured sink would fail every lead: refuse to start, saying what to fix.
-    if let Err(problem) = sink.check_configuration().await {
-        bail!("the lead sink's configuration cannot work: {problem}");
+    // A misconfigured sink would fail every lead: refuse to start, saying what to fix. A sink
+    // that cannot be asked right now (or not within Lambda's init time) is no reason to stop.
+    let check = tokio::time::timeout(Duration::from_secs(4), sink.check_configuration()).await;
+    match check {
+        Ok(Ok(())) => {}
+        Ok(Err(stream_worker::sink::CheckError::Wrong(problem))) => {
+            bail!("the lead sink's configuration cannot work: {problem}")
+        }
+        Ok(Err(stream_worker::sink::CheckError::Unreachable(why))) => {
+            eprintln!("stream-worker: the lead sink's configuration could not be checked ({why}); starting anyway");
+        }
+        Err(_) => eprintln!("stream-worker: the lead sink's configuration check took too long; starting anyway"),
     }
     let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
 

@@ -42,49 +42,31 @@ pub struct Poller {
     pub iterators: Mutex<BTreeMap<String, String>>,
 }
 
-/// The lock beside a checkpoint, removed when dropped.
-struct CheckpointLock(PathBuf);
+/// The lock beside a checkpoint: an exclusive `flock` on `<checkpoint>.lock`, held while the
+/// file stays open and released by the kernel when the process ends, however it ends (no stale
+/// lock to clean up, no window between creating the file and claiming it).
+struct CheckpointLock(#[allow(dead_code)] std::fs::File);
 
 impl CheckpointLock {
-    /// Takes the lock, or says who holds it. A lock whose process is gone is taken over.
+    /// Takes the lock, or says that another poller holds it.
     fn take(checkpoint: &std::path::Path) -> anyhow::Result<CheckpointLock> {
         let path = checkpoint.with_extension("lock");
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    use std::io::Write as _;
-                    write!(file, "{}", std::process::id())?;
-                    return Ok(CheckpointLock(path));
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    let alive = holder
-                        .trim()
-                        .parse::<u32>()
-                        .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
-                    if alive {
-                        return Err(anyhow!(
-                            "another poller (process {}) holds {}: one poller per checkpoint",
-                            holder.trim(),
-                            path.display()
-                        ));
-                    }
-                    // Its process is gone: the lock is stale.
-                    std::fs::remove_file(&path)?;
-                }
-                Err(error) => return Err(error).context("creating the checkpoint's lock"),
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => Ok(CheckpointLock(file)),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                Err(anyhow!("another poller holds {}: one poller per checkpoint", path.display()))
             }
+            Err(std::fs::TryLockError::Error(error)) => Err(error).context("locking the checkpoint"),
         }
-        Err(anyhow!("could not take {}", path.display()))
-    }
-}
-
-impl Drop for CheckpointLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -260,7 +242,11 @@ impl Poller {
             let sequence_numbers: Vec<String> =
                 records.iter().filter_map(|r| r.dynamodb.as_ref()?.sequence_number.clone()).collect();
             let response = handler.handle(event, None).await;
-            match response.batch_item_failures.first().and_then(|f| f.item_identifier.clone()) {
+            // A reported failure without an identifier is a failure of the whole batch.
+            let failed = response.batch_item_failures.first().map(|f| {
+                f.item_identifier.clone().unwrap_or_else(|| sequence_numbers.first().cloned().unwrap_or_default())
+            });
+            match failed {
                 None => {
                     pass.processed += records.len();
                     state.after = sequence_numbers.last().cloned().or(state.after);
@@ -367,9 +353,14 @@ impl Poller {
         if let Some(parent) = self.checkpoint.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        // Write then rename, so a crash never leaves half a checkpoint.
+        // Write, flush to disk, then rename, so a crash never leaves half a checkpoint.
         let temporary = self.checkpoint.with_extension("tmp");
-        std::fs::write(&temporary, text)?;
+        {
+            use std::io::Write as _;
+            let mut file = std::fs::File::create(&temporary)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+        }
         std::fs::rename(&temporary, &self.checkpoint)?;
         Ok(())
     }
@@ -478,10 +469,10 @@ mod tests {
         let second = CheckpointLock::take(&checkpoint).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(second.contains("another poller"), "{second}");
         drop(held);
+        // Released with its holder: the file left behind is no obstacle.
         let again = CheckpointLock::take(&checkpoint).unwrap();
         drop(again);
-        // A lock left by a process that is gone is taken over.
-        std::fs::write(checkpoint.with_extension("lock"), "999999999").unwrap();
+        assert!(checkpoint.with_extension("lock").exists());
         assert!(CheckpointLock::take(&checkpoint).is_ok());
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -13,7 +13,7 @@ use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
 use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore};
 use stream_worker::sink::postgres::PostgresTarget;
-use stream_worker::sink::{LeadSink, Sink, SinkError};
+use stream_worker::sink::{CheckError, LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::delivery;
@@ -237,6 +237,14 @@ fn sample_lead(id: &str) -> Lead {
     shared::lead::lead_from_receipt(&receipt).unwrap()
 }
 
+/// The text of a configuration check that found the configuration wrong (not unreachable).
+fn wrong_config(error: CheckError) -> String {
+    match error {
+        CheckError::Wrong(problem) => problem,
+        other => panic!("expected a wrong configuration, got {other:?}"),
+    }
+}
+
 fn hubspot_config(standin: &HubSpotStandIn, token: &str, id_property: &str) -> SinkConfig {
     SinkConfig::HubSpot {
         token: token.into(),
@@ -284,6 +292,18 @@ async fn hubspot_keeps_one_contact_per_person_and_one_ticket_per_submission() {
     let mut bad_email = sample_lead("sub_hs_bad");
     bad_email.email = "not-an-email".into();
     assert_eq!(sink.upsert(&bad_email, "k").await, Err(SinkError::Permanent { reason: "sink_rejected" }));
+    // Even when what the visitor typed reads like a configuration fault: the message repeats
+    // the input, and only HubSpot's error codes decide.
+    bad_email.email = "PROPERTY_DOESNT_EXIST does not exist, not unique".into();
+    assert_eq!(sink.upsert(&bad_email, "k").await, Err(SinkError::Permanent { reason: "sink_rejected" }));
+    // A second submission without a last name keeps the one the contact has.
+    let mut first_name_only = sample_lead("sub_hs_short");
+    first_name_only.name = "Ada".into();
+    sink.upsert(&first_name_only, "k").await.unwrap();
+    let state = standin.state.lock().unwrap();
+    let contact = state.contacts.values().find(|c| c["email"] == delivery::VISITOR_EMAIL).unwrap();
+    assert_eq!(contact["lastname"], "Integration-Lovelace");
+    drop(state);
 }
 
 #[tokio::test]
@@ -308,18 +328,29 @@ async fn hubspot_rate_limits_outages_and_configuration_mistakes_are_retried_neve
         expired.upsert(&lead, "k").await,
         Err(SinkError::Retryable { reason: "sink_unauthorized", retry_after: None })
     );
-    assert!(expired.check_configuration().await.unwrap_err().contains("HUBSPOT_TOKEN"));
+    assert!(expired.check_configuration().await.map_err(wrong_config).unwrap_err().contains("HUBSPOT_TOKEN"));
     // A property that does not exist: refused at start, and retried (loudly) if it goes away.
     let misnamed = Sink::connect(&hubspot_config(&standin, "pat-test", "submission_id_typo")).await.unwrap();
-    let problem = misnamed.check_configuration().await.unwrap_err();
+    let problem = misnamed.check_configuration().await.map_err(wrong_config).unwrap_err();
     assert!(problem.contains("HUBSPOT_ID_PROPERTY") && problem.contains("does not exist"), "{problem}");
     assert_eq!(
         misnamed.upsert(&sample_lead("sub_hs_typo"), "k").await,
         Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
     );
+    // A pipeline stage the portal does not have.
+    let mut other_stage = hubspot_config(&standin, "pat-test", "static_forms_submission_id");
+    if let SinkConfig::HubSpot { stage, .. } = &mut other_stage {
+        *stage = "99".into();
+    }
+    let other_stage = Sink::connect(&other_stage).await.unwrap();
+    let problem = other_stage.check_configuration().await.map_err(wrong_config).unwrap_err();
+    assert!(problem.contains("HUBSPOT_TICKET_STAGE"), "{problem}");
+    // HubSpot down at start: the check says it could not ask, and the worker would start.
+    standin.state.lock().unwrap().fail_first = 1;
+    assert!(matches!(sink.check_configuration().await, Err(CheckError::Unreachable(_))));
     // A property whose values are not unique cannot key anything.
     standin.state.lock().unwrap().ticket_property = Some(("static_forms_submission_id".into(), false));
-    let problem = sink.check_configuration().await.unwrap_err();
+    let problem = sink.check_configuration().await.map_err(wrong_config).unwrap_err();
     assert!(problem.contains("unique"), "{problem}");
     assert_eq!(
         sink.upsert(&sample_lead("sub_hs_dup"), "k").await,
@@ -379,7 +410,7 @@ async fn salesforce_fetches_a_new_token_once_when_the_session_expires() {
         Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None })
     );
     assert!(!standin.state.lock().unwrap().leads.contains_key("sub_c"));
-    assert!(wrong.check_configuration().await.unwrap_err().contains("SALESFORCE_CLIENT_ID"));
+    assert!(wrong.check_configuration().await.map_err(wrong_config).unwrap_err().contains("SALESFORCE_CLIENT_ID"));
 }
 
 #[tokio::test]
@@ -394,14 +425,14 @@ async fn salesforce_configuration_mistakes_are_caught_at_start_and_retried_never
         *external_id_field = "Typo__c".into();
     }
     let misnamed = Sink::connect(&misnamed).await.unwrap();
-    assert!(misnamed.check_configuration().await.unwrap_err().contains("no field \"Typo__c\""));
+    assert!(misnamed.check_configuration().await.map_err(wrong_config).unwrap_err().contains("no field \"Typo__c\""));
     assert_eq!(
         misnamed.upsert(&sample_lead("sub_typo"), "k").await,
         Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
     );
     // A field that exists but is not an External ID.
     standin.state.lock().unwrap().field_not_external = true;
-    assert!(sink.check_configuration().await.unwrap_err().contains("is not an External ID"));
+    assert!(sink.check_configuration().await.map_err(wrong_config).unwrap_err().contains("is not an External ID"));
 }
 
 #[tokio::test]
@@ -421,7 +452,7 @@ async fn the_webhook_sink_posts_the_lead_with_the_receipt_key() {
     assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("POST", "/leads"));
     assert_eq!(requests[0].header("content-type"), Some("application/json"));
     assert_eq!(requests[0].header("idempotency-key"), Some("staticforms:form.submitted:sub_wh"));
-    assert_eq!(requests[0].header("webhook-id"), Some("sub_wh"));
+    assert_eq!(requests[0].header("webhook-id"), Some(stream_worker::sink::webhook::message_id("sub_wh").as_str()));
     let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
     assert_eq!(body["externalId"], "sub_wh");
     // The receiver verifies it as any Standard Webhooks receiver would: with the reference
@@ -552,10 +583,13 @@ async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
     // configuration fault: retried, never a FAILED lead.
     let unknown_ca = postgres_upsert(&format!("{base}?sslmode=verify-full"), None, "sub_tls_x").await;
     assert!(matches!(unknown_ca, Err(SinkError::Retryable { .. })), "{unknown_ca:?}");
-    // verify-full to a name the certificate does not hold.
-    let wrong_name =
-        format!("postgres://postgres@127.0.0.2:{}/postgres?sslmode=verify-full&sslrootcert={ca}", postgres.port);
-    assert!(matches!(postgres_upsert(&wrong_name, None, "sub_tls_y").await, Err(SinkError::Retryable { .. })));
+    // verify-full to a name the certificate does not hold (it names localhost, not 127.0.0.1).
+    let by_address = postgres.url();
+    let refused =
+        postgres_upsert(&format!("{by_address}?sslmode=verify-full&sslrootcert={ca}"), None, "sub_tls_y").await;
+    assert_eq!(refused, Err(SinkError::Retryable { reason: "sink_tls_failed", retry_after: None }));
+    // require with the CA (libpq's verify-ca): the chain is checked, the name is not.
+    postgres_upsert(&format!("{by_address}?sslmode=require&sslrootcert={ca}"), None, "sub_tls_4").await.unwrap();
     // disable: the server refuses plain TCP.
     let plain = postgres_upsert(&format!("{base}?sslmode=disable"), None, "sub_tls_z").await;
     assert!(matches!(plain, Err(SinkError::Retryable { .. })), "{plain:?}");
@@ -563,31 +597,57 @@ async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
     let client = reader.connect().await.unwrap();
     let rows = client.query("SELECT external_id FROM leads ORDER BY external_id", &[]).await.unwrap();
     let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(ids, ["sub_tls_1", "sub_tls_2", "sub_tls_3"]);
+    assert_eq!(ids, ["sub_tls_1", "sub_tls_2", "sub_tls_3", "sub_tls_4"]);
 }
 
 #[tokio::test]
 async fn a_postgres_server_that_never_answers_times_out_and_is_retried() {
-    // Accepts connections and says nothing, as a hung server or a black-holed route.
+    // A listener nobody accepts from: the kernel completes the TCP handshake and then nothing
+    // answers, as with a hung server or a black-holed route.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let held = std::thread::spawn(move || {
-        let mut open = Vec::new();
-        for stream in listener.incoming().take(1) {
-            open.push(stream);
-            std::thread::sleep(Duration::from_secs(10));
-        }
-    });
     let started = std::time::Instant::now();
     let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
     let result = postgres_upsert(&url, None, "sub_hang").await;
     assert_eq!(result, Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }));
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(9), "gave up after {waited:?}, within the connect timeout");
-    drop(held);
+    drop(listener);
     // The sink does not connect at all until it has a lead: setting it up needs no server.
     let target = PostgresTarget::parse("postgres://postgres@127.0.0.1:9/postgres", None).unwrap();
     assert!(Sink::connect(&SinkConfig::Postgres { target }).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_statement_that_waits_past_the_statement_timeout_is_retried_and_the_next_lead_goes_through() {
+    let postgres = Postgres::start();
+    let target = PostgresTarget::parse(&postgres.url(), None).unwrap();
+    let sink = Sink::connect(&SinkConfig::Postgres { target: target.clone() }).await.unwrap();
+    sink.upsert(&sample_lead("sub_lock_0"), "k").await.unwrap();
+    // Another session holds the table: the upsert waits, and the server ends it.
+    let holder = target.connect().await.unwrap();
+    holder.batch_execute("BEGIN; LOCK TABLE leads IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    let started = std::time::Instant::now();
+    let blocked = sink.upsert(&sample_lead("sub_lock_1"), "k").await;
+    assert_eq!(blocked, Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }));
+    assert!(started.elapsed() < Duration::from_secs(8), "ended by statement_timeout, not left hanging");
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    sink.upsert(&sample_lead("sub_lock_1"), "k").await.unwrap();
+    let rows = holder.query("SELECT external_id FROM leads ORDER BY external_id", &[]).await.unwrap();
+    let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, ["sub_lock_0", "sub_lock_1"]);
+}
+
+#[tokio::test]
+async fn a_receipt_is_read_by_its_key_from_the_real_table() {
+    let w = world().await;
+    let key = w.deliver("sub_get");
+    let receipts = w.receipts();
+    let item = receipts.get(&key).await.unwrap().expect("the receipt is there");
+    let read = shared::receipt::Receipt::from_item(&item).unwrap();
+    assert_eq!(read.submission_id, "sub_get");
+    assert_eq!(read.status, shared::receipt::ReceiptStatus::Received);
+    assert_eq!(receipts.get(&delivery::key("sub_missing")).await.unwrap(), None);
 }
 
 #[tokio::test]

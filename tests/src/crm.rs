@@ -107,6 +107,16 @@ impl HubSpotStandIn {
                     ),
                     _ => StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"})),
                 },
+                ("GET", ["crm", "v3", "pipelines", "tickets", "0"]) => StubResponse::json(
+                    200,
+                    json!({
+                        "id": "0", "label": "Support Pipeline",
+                        "stages": [{"id": "1", "label": "New"}, {"id": "2", "label": "Waiting on contact"}, {"id": "4", "label": "Closed"}]
+                    }),
+                ),
+                ("GET", ["crm", "v3", "pipelines", "tickets", _]) => {
+                    StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}))
+                }
                 ("POST", ["crm", "v3", "objects", "contacts"]) => {
                     let email = body["properties"]["email"].as_str().unwrap_or_default().to_owned();
                     if let Some(existing) = state.contact_by_email(&email) {
@@ -176,6 +186,15 @@ impl HubSpotStandIn {
                             }
                             if properties.get(id_property).and_then(Value::as_str) != Some(id.as_str()) {
                                 return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                            }
+                            if properties.get("hs_pipeline").and_then(Value::as_str) == Some("0")
+                                && !["1", "2", "4"].contains(
+                                    &properties.get("hs_pipeline_stage").and_then(Value::as_str).unwrap_or_default(),
+                                )
+                            {
+                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_OPTION",
+                                    "message": "Property values were not valid", "context": {"propertyName": ["hs_pipeline_stage"]}}));
+                                continue;
                             }
                             let missing = ["subject", "hs_pipeline", "hs_pipeline_stage"]
                                 .into_iter()

@@ -168,13 +168,17 @@ async fn a_short_retry_after_is_waited_out_in_place() {
     assert_eq!(failures(&handler.handle(event("insert.json"), None).await), ["000000000000000000101"]);
     assert_eq!(*handler.sink.attempts.lock().unwrap(), 1);
     // A wait that does not fit before the deadline is not attempted.
-    assert_eq!(wait_allowed(Some(Duration::from_secs(60)), Some(Instant::now() + Duration::from_secs(10))), None);
+    let budget = Duration::from_secs(3);
+    let in_10s = Some(Instant::now() + Duration::from_secs(10));
+    assert_eq!(wait_allowed(Some(Duration::from_secs(60)), in_10s, budget), None);
+    assert_eq!(wait_allowed(Some(Duration::from_secs(1)), in_10s, budget), Some(Duration::from_secs(1)));
+    // The wait and then the whole record must fit, not the wait alone.
     assert_eq!(
-        wait_allowed(Some(Duration::from_secs(1)), Some(Instant::now() + Duration::from_secs(10))),
-        Some(Duration::from_secs(1))
+        wait_allowed(Some(Duration::from_secs(1)), in_10s, Duration::from_secs(9) + Duration::from_millis(500)),
+        None
     );
-    assert_eq!(wait_allowed(None, None), None);
-    assert_eq!(wait_allowed(Some(MAX_LOCAL_WAIT + Duration::from_secs(1)), None), None);
+    assert_eq!(wait_allowed(None, None, budget), None);
+    assert_eq!(wait_allowed(Some(MAX_LOCAL_WAIT + Duration::from_secs(1)), None, budget), None);
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use shared::lead::Lead;
 
 use super::http::{classify_status, send, transport_error};
-use super::{LeadSink, SinkError};
+use super::{CheckError, LeadSink, SinkError};
 
 /// A HubSpot portal reached with a private app token.
 pub struct HubSpot {
@@ -56,31 +56,44 @@ impl HubSpot {
         }
     }
 
-    /// Checks, once at start, that the ticket property holding submission IDs exists and has
-    /// unique values; without that, upserts would fail (or worse, could not be keyed).
-    pub async fn check_configuration(&self) -> Result<(), String> {
-        let url = format!("{}/crm/v3/properties/tickets/{}", self.base_url, self.id_property);
-        let response = self.client.get(url).bearer_auth(&self.token).send().await;
-        let response = response.map_err(|e| format!("HubSpot could not be reached: {e}"))?;
-        match response.status().as_u16() {
-            200 => {}
-            404 => {
-                return Err(format!(
-                    "HUBSPOT_ID_PROPERTY: the ticket property {:?} does not exist; create it with unique values",
-                    self.id_property
-                ))
+    /// Checks, once at start, that the ticket property holding submission IDs exists with unique
+    /// values and that the pipeline has the stage; without that, every upsert would fail.
+    pub async fn check_configuration(&self) -> Result<(), CheckError> {
+        let get = |path: String| async move {
+            let response = self.client.get(format!("{}{path}", self.base_url)).bearer_auth(&self.token).send().await;
+            let response =
+                response.map_err(|e| CheckError::Unreachable(format!("HubSpot could not be reached: {e}")))?;
+            match response.status().as_u16() {
+                200 => Ok(Some(response.json::<Value>().await.unwrap_or(Value::Null))),
+                404 => Ok(None),
+                401 | 403 => Err(CheckError::Wrong(
+                    "HUBSPOT_TOKEN: HubSpot refused the token (it needs the tickets and contacts scopes)".into(),
+                )),
+                status => Err(CheckError::Unreachable(format!("HubSpot answered {status}"))),
             }
-            401 | 403 => {
-                return Err("HUBSPOT_TOKEN: HubSpot refused the token (it needs the tickets and contacts scopes)".into())
-            }
-            status => return Err(format!("HubSpot answered {status} when reading the ticket property")),
-        }
-        let property: Value = response.json().await.map_err(|_| "HubSpot's property answer is not JSON".to_owned())?;
+        };
+        let property = get(format!("/crm/v3/properties/tickets/{}", self.id_property)).await?;
+        let Some(property) = property else {
+            return Err(CheckError::Wrong(format!(
+                "HUBSPOT_ID_PROPERTY: the ticket property {:?} does not exist; create it with unique values",
+                self.id_property
+            )));
+        };
         if property["hasUniqueValue"] != Value::Bool(true) {
-            return Err(format!(
+            return Err(CheckError::Wrong(format!(
                 "HUBSPOT_ID_PROPERTY: the ticket property {:?} must have unique values (hasUniqueValue)",
                 self.id_property
-            ));
+            )));
+        }
+        let pipeline = get(format!("/crm/v3/pipelines/tickets/{}", self.pipeline)).await?;
+        let has_stage = pipeline.as_ref().is_some_and(|p| {
+            p["stages"].as_array().into_iter().flatten().any(|s| s["id"].as_str() == Some(self.stage.as_str()))
+        });
+        if !has_stage {
+            return Err(CheckError::Wrong(format!(
+                "HUBSPOT_TICKET_PIPELINE / HUBSPOT_TICKET_STAGE: the ticket pipeline {:?} has no stage {:?}",
+                self.pipeline, self.stage
+            )));
         }
         Ok(())
     }
@@ -113,21 +126,43 @@ impl HubSpot {
     }
 }
 
-/// A HubSpot error body (or a 207's per-input error): a property that does not exist or is not
-/// unique is the portal's configuration, retried and loud; anything else about the input is
-/// this lead's, `FAILED`.
-fn classify_error(error: &Value) -> SinkError {
-    let text = error.to_string();
-    if ["PROPERTY_DOESNT_EXIST", "does not exist", "not unique", "hasUniqueValue"].iter().any(|m| text.contains(m)) {
+/// HubSpot error codes that mean the portal's configuration, not the input: a property that
+/// does not exist, or an `idProperty` that is not a unique property.
+const CONFIG_ERROR_CODES: [&str; 2] = ["PROPERTY_DOESNT_EXIST", "INVALID_ID_PROPERTY"];
+
+/// Properties the portal's configuration sets (a wrong pipeline or stage is not the lead's).
+const CONFIG_PROPERTIES: [&str; 2] = ["hs_pipeline", "hs_pipeline_stage"];
+
+/// A HubSpot error body (or a 207's per-input error): an error whose `code` names the portal's
+/// configuration, or whose `context.propertyName` is the configured pipeline or stage, is
+/// retried and loud; anything else about the input is this lead's, `FAILED`. Only codes and
+/// property names are read, never the messages, which repeat the input (a form's email could
+/// otherwise pass for a configuration fault and hold the shard).
+pub fn classify_error(error: &Value) -> SinkError {
+    let entries: Vec<&Value> = error["errors"].as_array().into_iter().flatten().chain([error]).collect();
+    let config = entries.iter().any(|e| {
+        let code = e["code"].as_str().is_some_and(|c| CONFIG_ERROR_CODES.contains(&c));
+        let names = e["context"]["propertyName"].as_array().into_iter().flatten().filter_map(Value::as_str);
+        code || names.into_iter().any(|n| CONFIG_PROPERTIES.contains(&n))
+    });
+    if config {
         return SinkError::Retryable { reason: "sink_config_invalid", retry_after: None };
     }
     SinkError::Permanent { reason: "sink_rejected" }
 }
 
-/// The contact's properties: the name split into first and last at the first space.
+/// The contact's properties: the name split into first and last at the first space. Empty
+/// values are left out: HubSpot clears a property given an empty string, and a second
+/// submission without a last name must not erase the one the contact has.
 pub fn contact_properties(lead: &Lead) -> Value {
     let (first, last) = lead.name.split_once(' ').unwrap_or((lead.name.as_str(), ""));
-    json!({"email": lead.email, "firstname": first, "lastname": last})
+    let mut properties = serde_json::Map::new();
+    for (name, value) in [("email", lead.email.as_str()), ("firstname", first), ("lastname", last)] {
+        if !value.is_empty() {
+            properties.insert(name.to_owned(), Value::String(value.to_owned()));
+        }
+    }
+    Value::Object(properties)
 }
 
 /// The ticket's properties: the submission ID, a subject, the message, the pipeline.
@@ -144,6 +179,11 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
 }
 
 impl LeadSink for HubSpot {
+    fn record_budget(&self) -> std::time::Duration {
+        // Contact, ticket, association: three calls at most.
+        3 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+    }
+
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
         let contact = match lead.email.trim() {
             "" => None,
@@ -154,8 +194,39 @@ impl LeadSink for HubSpot {
         if let Some(contact) = contact {
             let url =
                 format!("{}/crm/v4/objects/tickets/{ticket}/associations/default/contacts/{contact}", self.base_url);
-            send(self.client.put(url).bearer_auth(&self.token)).await?;
+            // Both objects were just written: a refusal here is HubSpot's, not this lead's, and
+            // the replay (both upserts are idempotent) will associate them.
+            send(self.client.put(url).bearer_auth(&self.token)).await.map_err(|e| match e {
+                SinkError::Permanent { .. } => {
+                    SinkError::Retryable { reason: "sink_association_failed", retry_after: None }
+                }
+                retryable => retryable,
+            })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_error_codes_decide_never_messages() {
+        let config = SinkError::Retryable { reason: "sink_config_invalid", retry_after: None };
+        let lead = SinkError::Permanent { reason: "sink_rejected" };
+        let missing = json!({"status": "error", "category": "VALIDATION_ERROR",
+            "errors": [{"message": "Property \"x\" does not exist", "code": "PROPERTY_DOESNT_EXIST"}]});
+        assert_eq!(classify_error(&missing), config);
+        assert_eq!(classify_error(&json!({"code": "INVALID_ID_PROPERTY"})), config);
+        let stage = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["hs_pipeline_stage"]}}]});
+        assert_eq!(classify_error(&stage), config);
+        let email = json!({"errors": [{"code": "INVALID_EMAIL", "context": {"propertyName": ["email"]}}]});
+        assert_eq!(classify_error(&email), lead);
+        // A form's email that reads like a configuration fault is still the lead's.
+        let input = json!({"status": "error", "category": "VALIDATION_ERROR",
+            "message": "Email address x does not exist PROPERTY_DOESNT_EXIST not unique is invalid"});
+        assert_eq!(classify_error(&input), lead);
+        assert_eq!(classify_error(&Value::Null), lead);
     }
 }

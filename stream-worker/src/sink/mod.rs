@@ -38,8 +38,12 @@ pub trait LeadSink {
     }
 }
 
-/// Time allowed for the receipt update after a sink call, margin included.
-pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(3);
+/// The longest one DynamoDB call may take (the SDK's operation timeout, set in `main`).
+pub const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time allowed for the store's part of a record, margin included: a read by key (for a record
+/// without an image) and the receipt update.
+pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(11);
 
 /// The configured sink.
 pub enum Sink {
@@ -75,11 +79,21 @@ impl Sink {
     }
 }
 
+/// Why a sink's configuration check did not pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// The sink answered, and the configuration cannot work: refuse to start; the text says
+    /// what to fix.
+    Wrong(String),
+    /// The sink could not be asked (down, throttled, slow): start anyway, and say so.
+    Unreachable(String),
+}
+
 impl Sink {
     /// Checks, once at start and where the sink's API allows, that its configuration can work
-    /// (HubSpot: the ticket property exists and is unique; Salesforce: the credentials work and
-    /// the field is an External ID on Lead); the error says what to fix.
-    pub async fn check_configuration(&self) -> Result<(), String> {
+    /// (HubSpot: the ticket property exists and is unique, the pipeline has the stage;
+    /// Salesforce: the credentials work and the field is an External ID on Lead).
+    pub async fn check_configuration(&self) -> Result<(), CheckError> {
         match self {
             Sink::HubSpot(sink) => sink.check_configuration().await,
             Sink::Salesforce(sink) => sink.check_configuration().await,

@@ -1,7 +1,9 @@
 //! Connecting to PostgreSQL: `sslmode` as libpq users know it, over rustls, with timeouts.
 //!
 //! - `sslmode=disable`: plain TCP.
-//! - `sslmode=require`: TLS, the server's certificate not checked (encryption only).
+//! - `sslmode=require`: TLS; the server's certificate is not checked, unless a CA file is
+//!   given, when its chain is checked against it (libpq does the same: `require` with a root
+//!   certificate behaves as `verify-ca`), the host name not.
 //! - `sslmode=verify-full`: TLS, the certificate chain checked against the system's roots plus
 //!   `sslrootcert=<file>` in the URL or `POSTGRES_CA_FILE` (private CAs such as RDS's), and the
 //!   host name against the certificate.
@@ -30,18 +32,25 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum TlsMode {
     /// Plain TCP.
     Disable,
-    /// TLS without checking the certificate.
-    Require,
+    /// TLS without checking the certificate, or with `ca_file` its chain (not the name).
+    Require { ca_file: Option<String> },
     /// TLS with the chain and host name checked; `ca_file` adds a private CA.
     VerifyFull { ca_file: Option<String> },
 }
 
 /// A PostgreSQL URL as the sink uses it: the URL for the driver (without the TLS parameters
-/// it does not understand) and the TLS mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// it does not understand) and the TLS mode. Its `Debug` leaves the URL out (it may hold a
+/// password).
+#[derive(Clone, PartialEq, Eq)]
 pub struct PostgresTarget {
     pub url: String,
     pub tls: TlsMode,
+}
+
+impl std::fmt::Debug for PostgresTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresTarget").field("tls", &self.tls).finish_non_exhaustive()
+    }
 }
 
 /// Why a PostgreSQL URL is not usable (the message names the parameter, never the URL).
@@ -62,16 +71,24 @@ impl PostgresTarget {
             }
         }
         let ca_file = root.or(ca_file);
+        if let Some(file) = &ca_file {
+            // Read now, so a wrong path stops the worker at start instead of failing every lead.
+            let certs = CertificateDer::pem_file_iter(file).map(|i| i.filter(Result::is_ok).count()).unwrap_or(0);
+            if certs == 0 {
+                return Err(UrlError("POSTGRES_CA_FILE (or sslrootcert) must be a readable PEM file of certificates"));
+            }
+        }
+        let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
+        let config =
+            url.parse::<tokio_postgres::Config>().map_err(|_| UrlError("a postgres://user@host:port/database URL"))?;
         let tls = match mode.as_deref() {
             Some("disable") => TlsMode::Disable,
-            Some("require") => TlsMode::Require,
+            Some("require") => TlsMode::Require { ca_file },
             Some("verify-full") => TlsMode::VerifyFull { ca_file },
             Some(_) => return Err(UrlError("sslmode must be disable, require or verify-full")),
-            None if is_loopback(base) => TlsMode::Disable,
+            None if is_local(&config) => TlsMode::Disable,
             None => TlsMode::VerifyFull { ca_file },
         };
-        let url = if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) };
-        url.parse::<tokio_postgres::Config>().map_err(|_| UrlError("a postgres://user@host:port/database URL"))?;
         Ok(PostgresTarget { url, tls })
     }
 
@@ -79,14 +96,13 @@ impl PostgresTarget {
     pub async fn connect(&self) -> Result<tokio_postgres::Client, ConnectError> {
         let mut config: tokio_postgres::Config = self.url.parse().map_err(ConnectError::Postgres)?;
         config.connect_timeout(CONNECT_TIMEOUT);
-        config.options(format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis()));
         let connecting = async {
             match &self.tls {
                 TlsMode::Disable => {
                     config.ssl_mode(SslMode::Disable);
                     let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
                     tokio::spawn(connection);
-                    Ok(client)
+                    Ok::<_, ConnectError>(client)
                 }
                 tls => {
                     config.ssl_mode(SslMode::Require);
@@ -98,10 +114,18 @@ impl PostgresTarget {
                 }
             }
         };
-        match tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connecting).await {
-            Ok(result) => result,
-            Err(_) => Err(ConnectError::Timeout),
+        let client = match tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connecting).await {
+            Ok(result) => result?,
+            Err(_) => return Err(ConnectError::Timeout),
+        };
+        // Set per session rather than in the URL's `options`, which a pooler such as PgBouncer
+        // may refuse and which would replace the user's own.
+        let statement = format!("SET statement_timeout = {}", STATEMENT_TIMEOUT.as_millis());
+        match tokio::time::timeout(STATEMENT_TIMEOUT, client.batch_execute(&statement)).await {
+            Ok(result) => result?,
+            Err(_) => return Err(ConnectError::Timeout),
         }
+        Ok(client)
     }
 }
 
@@ -122,16 +146,22 @@ impl From<tokio_postgres::Error> for ConnectError {
     }
 }
 
-/// True if the URL's host is this machine.
-fn is_loopback(base: &str) -> bool {
-    let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
-    let authority = after_scheme.split('/').next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let host = match host_port.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host_port.split(':').next().unwrap_or_default(),
-    };
-    host == "localhost" || host == "::1" || host.starts_with("127.") || host.is_empty() || host.starts_with("%2F")
+/// True if every host the driver would try is this machine: `localhost`, a loopback address,
+/// or a Unix socket. Anything else (a name, a remote address, no host at all) is not.
+fn is_local(config: &tokio_postgres::Config) -> bool {
+    use tokio_postgres::config::Host;
+    let hosts = config.get_hosts();
+    !hosts.is_empty()
+        && hosts.iter().all(|host| match host {
+            Host::Tcp(name) => {
+                name == "localhost"
+                    || name
+                        .trim_matches(|c| c == '[' || c == ']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+            Host::Unix(_) => true,
+        })
 }
 
 fn client_config(tls: &TlsMode) -> Result<ClientConfig, &'static str> {
@@ -140,27 +170,87 @@ fn client_config(tls: &TlsMode) -> Result<ClientConfig, &'static str> {
         .with_safe_default_protocol_versions()
         .map_err(|_| "no TLS protocol version")?;
     Ok(match tls {
-        TlsMode::Require => {
+        TlsMode::Require { ca_file: None } => {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(EncryptOnly(provider))).with_no_client_auth()
         }
+        TlsMode::Require { ca_file: Some(file) } => {
+            let roots = Arc::new(roots(false, Some(file))?);
+            let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
+                .build()
+                .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) holds no usable certificate")?;
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(ChainOnly(chain))).with_no_client_auth()
+        }
         TlsMode::VerifyFull { ca_file } => {
-            let mut roots = RootCertStore::empty();
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-            if let Some(file) = ca_file {
-                let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(file)
-                    .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) must be a readable PEM file")?
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) must hold PEM certificates")?;
-                for cert in certs {
-                    roots.add(cert).map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) holds an unusable certificate")?;
-                }
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            builder.with_root_certificates(roots(true, ca_file.as_deref())?).with_no_client_auth()
         }
         TlsMode::Disable => return Err("TLS is disabled"),
     })
+}
+
+/// Trust anchors: the system's (if `system`), plus the certificates of `ca_file`.
+fn roots(system: bool, ca_file: Option<&str>) -> Result<RootCertStore, &'static str> {
+    let mut roots = RootCertStore::empty();
+    if system {
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+    }
+    if let Some(file) = ca_file {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(file)
+            .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) must be a readable PEM file")?
+            .collect::<Result<_, _>>()
+            .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) must hold PEM certificates")?;
+        for cert in certs {
+            roots.add(cert).map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) holds an unusable certificate")?;
+        }
+    }
+    Ok(roots)
+}
+
+/// `sslmode=require` with a CA file (libpq's `verify-ca`): the chain must lead to the CA; the
+/// name in the certificate is not compared with the host.
+#[derive(Debug)]
+struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use rustls::{CertificateError, Error};
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// `sslmode=require`: any certificate is accepted (the handshake's signatures are still
@@ -225,21 +315,26 @@ mod tests {
         assert_eq!(parse("postgres://u@localhost/leads").map(|t| t.1), Ok(TlsMode::Disable));
         assert_eq!(
             parse("postgres://u@db.example.com/leads?sslmode=require&application_name=w"),
-            Ok(("postgres://u@db.example.com/leads?application_name=w".into(), TlsMode::Require))
+            Ok(("postgres://u@db.example.com/leads?application_name=w".into(), TlsMode::Require { ca_file: None }))
         );
+        // A CA file that cannot be read stops the worker at start.
         assert_eq!(
-            parse("postgresql://u@127.0.0.1/leads?sslmode=verify-full&sslrootcert=/etc/rds.pem"),
-            Ok(("postgresql://u@127.0.0.1/leads".into(), full(Some("/etc/rds.pem"))))
+            parse("postgresql://u@127.0.0.1/leads?sslmode=verify-full&sslrootcert=/nonexistent/rds.pem"),
+            Err(UrlError("POSTGRES_CA_FILE (or sslrootcert) must be a readable PEM file of certificates"))
         );
+        // Only loopback addresses, localhost and sockets are local; no host is not.
+        assert_eq!(parse("postgres://u@127.8.0.1/x").map(|t| t.1), Ok(TlsMode::Disable));
+        assert_eq!(parse("postgres://u@[::1]:5432/x").map(|t| t.1), Ok(TlsMode::Disable));
+        assert_eq!(parse("postgres://u@127.0.0.1.example.com/x").map(|t| t.1), Ok(full(None)));
+        assert_eq!(parse("postgres://u:pw@/x?host=db.example.com").map(|t| t.1), Ok(full(None)));
+        assert_eq!(parse("postgres://u@localhost,db.example.com/x").map(|t| t.1), Ok(full(None)));
+        assert!(!format!("{:?}", PostgresTarget::parse("postgres://u:hunter2@h/x", None).unwrap()).contains("hunter2"));
         assert_eq!(parse("postgres://u@db.example.com/leads?sslmode=disable").map(|t| t.1), Ok(TlsMode::Disable));
         for refused in ["prefer", "allow", "verify-ca", ""] {
             let url = format!("postgres://u@db.example.com/leads?sslmode={refused}");
             assert_eq!(parse(&url), Err(UrlError("sslmode must be disable, require or verify-full")), "{refused}");
         }
-        assert_eq!(
-            PostgresTarget::parse("postgres://u@db.example.com/x", Some("/ca.pem".into())).map(|t| t.tls),
-            Ok(full(Some("/ca.pem")))
-        );
+
         assert!(parse("postgres://u@db.example.com:notaport/x").is_err());
     }
 }

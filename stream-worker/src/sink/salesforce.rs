@@ -15,7 +15,7 @@ use serde_json::json;
 use shared::lead::Lead;
 
 use super::http::{classify_status, transport_error};
-use super::{LeadSink, SinkError};
+use super::{CheckError, LeadSink, SinkError};
 
 /// What Salesforce requires on a Lead when the form did not supply it.
 pub const NOT_PROVIDED: &str = "[not provided]";
@@ -81,7 +81,7 @@ impl Salesforce {
         };
         let instance_url = answer["instance_url"]
             .as_str()
-            .filter(|u| u.starts_with("https://") || u.starts_with("http://127.0.0.1"))
+            .filter(|u| crate::config::is_http_url(u))
             .unwrap_or(&self.login.domain_url)
             .trim_end_matches('/');
         let session = Session { token: token.to_owned(), instance_url: instance_url.to_owned() };
@@ -91,41 +91,49 @@ impl Salesforce {
 }
 
 impl Salesforce {
-    /// Checks, once at start, that the external ID field exists on Lead and is an external ID
-    /// (`GET .../sobjects/Lead/describe`); without that, every upsert would be refused.
-    pub async fn check_configuration(&self) -> Result<(), String> {
+    /// Checks, once at start, that the credentials work and the external ID field exists on
+    /// Lead and is an External ID (`GET .../sobjects/Lead/describe`).
+    pub async fn check_configuration(&self) -> Result<(), CheckError> {
         let session = self.session(false).await.map_err(|e| match e {
-            SinkError::Retryable { reason: "sink_login_refused", .. } => String::from(
+            SinkError::Retryable { reason: "sink_login_refused", .. } => CheckError::Wrong(String::from(
                 "SALESFORCE_CLIENT_ID / SALESFORCE_CLIENT_SECRET: Salesforce refused the client credentials",
-            ),
-            other => format!("Salesforce could not be reached ({other:?})"),
+            )),
+            other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
         })?;
         let (describe, field) = self.path.rsplit_once('/').unwrap_or((self.path.as_str(), ""));
         let url = format!("{}{describe}/describe", session.instance_url);
         let response = self.client.get(url).bearer_auth(&session.token).send().await;
-        let response = response.map_err(|e| format!("Salesforce could not be reached: {e}"))?;
+        let response =
+            response.map_err(|e| CheckError::Unreachable(format!("Salesforce could not be reached: {e}")))?;
         if response.status().as_u16() != 200 {
-            return Err(format!("Salesforce answered {} to describing Lead", response.status().as_u16()));
+            return Err(CheckError::Unreachable(format!(
+                "Salesforce answered {} to describing Lead",
+                response.status()
+            )));
         }
-        let description: serde_json::Value =
-            response.json().await.map_err(|_| String::from("Salesforce's describe answer is not JSON"))?;
+        let description: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
         let fields = description["fields"].as_array().cloned().unwrap_or_default();
-        match fields.iter().find(|f| f["name"] == field) {
-            None => Err(format!("SALESFORCE_EXTERNAL_ID_FIELD: Lead has no field {field:?}")),
-            Some(f) if f["externalId"] != serde_json::Value::Bool(true) => {
-                Err(format!("SALESFORCE_EXTERNAL_ID_FIELD: the Lead field {field:?} is not an External ID"))
-            }
+        // Field API names compare without case, as Salesforce does.
+        let named = |f: &&serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(field));
+        match fields.iter().find(named) {
+            None => Err(CheckError::Wrong(format!("SALESFORCE_EXTERNAL_ID_FIELD: Lead has no field {field:?}"))),
+            Some(f) if f["externalId"] != serde_json::Value::Bool(true) => Err(CheckError::Wrong(format!(
+                "SALESFORCE_EXTERNAL_ID_FIELD: the Lead field {field:?} is not an External ID"
+            ))),
             Some(_) => Ok(()),
         }
     }
 }
 
-/// A refusal that names the org's configuration (the external ID field or a Lead field that
-/// does not exist) is retried and loud; any other refusal is about this lead.
-fn classify_refusal(status: u16, body: &str) -> Option<SinkError> {
-    let config = ["NOT_FOUND", "INVALID_FIELD", "does not exist or is not accessible"];
-    (matches!(status, 400 | 404) && config.iter().any(|m| body.contains(m)))
-        .then_some(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+/// A refusal whose `errorCode` names the org's configuration (`INVALID_FIELD`: a Lead field
+/// that does not exist; `NOT_FOUND` on a 404: the external ID field does not exist) is retried
+/// and loud; any other refusal is about this lead. Only codes are read, never messages, which
+/// repeat the input.
+pub fn classify_refusal(status: u16, body: &str) -> Option<SinkError> {
+    let errors: serde_json::Value = serde_json::from_str(body).ok()?;
+    let codes: Vec<&str> = errors.as_array()?.iter().filter_map(|e| e["errorCode"].as_str()).collect();
+    let config = codes.contains(&"INVALID_FIELD") || (status == 404 && codes.contains(&"NOT_FOUND"));
+    config.then_some(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
 }
 
 fn poisoned() -> SinkError {
@@ -152,12 +160,14 @@ pub fn fields(lead: &Lead) -> serde_json::Value {
 pub const MAX_EXTERNAL_ID_CHARS: usize = 255;
 
 /// The value of the external ID field for a submission ID: the ID itself, or, for an ID no
-/// Text field can hold or no URL path can carry (over 255 characters; `.` and `..`, which URL
-/// parsers remove as dot segments), `sha256-` and the hex SHA-256 of the ID. Deterministic, so
-/// a replay upserts the same Lead; distinct IDs never share a value.
+/// Text field can hold or no URL path can carry, `sha256-` and the hex SHA-256 of the ID:
+/// over 255 characters; holding a `.` (`.` and `..` are dot segments URL parsers remove, and
+/// Salesforce answers 404 to values ending in some file extensions, such as `.inc`, which
+/// would read as a missing field). Deterministic, so a replay upserts the same Lead; distinct
+/// IDs never share a value.
 pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
     use sha2::{Digest, Sha256};
-    let fits = submission_id.chars().count() <= MAX_EXTERNAL_ID_CHARS && !matches!(submission_id, "." | "..");
+    let fits = submission_id.chars().count() <= MAX_EXTERNAL_ID_CHARS && !submission_id.contains('.');
     // A short ID that itself looks like a digest value is hashed too, so it cannot collide
     // with one.
     if fits && !submission_id.starts_with("sha256-") {
@@ -182,6 +192,11 @@ pub fn path_segment(text: &str) -> String {
 }
 
 impl LeadSink for Salesforce {
+    fn record_budget(&self) -> std::time::Duration {
+        // A token, the upsert, and once more both after an expired session: four calls.
+        4 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+    }
+
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
         // Submission IDs may hold any character but controls: one path segment, percent-encoded.
         let segment = path_segment(&external_id(&lead.external_id));
@@ -220,11 +235,29 @@ mod tests {
     }
 
     #[test]
+    fn only_error_codes_name_the_configuration() {
+        let config = Some(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None });
+        assert_eq!(classify_refusal(400, r#"[{"errorCode":"INVALID_FIELD","message":"No such column"}]"#), config);
+        assert_eq!(
+            classify_refusal(
+                404,
+                r#"[{"errorCode":"NOT_FOUND","message":"Provided external ID field does not exist"}]"#
+            ),
+            config
+        );
+        // The lead's own content, whatever its message says.
+        let email = r#"[{"errorCode":"INVALID_EMAIL_ADDRESS","message":"x does not exist or is not accessible INVALID_FIELD"}]"#;
+        assert_eq!(classify_refusal(400, email), None);
+        assert_eq!(classify_refusal(400, r#"[{"errorCode":"NOT_FOUND"}]"#), None, "NOT_FOUND only on a 404");
+        assert_eq!(classify_refusal(400, "not json"), None);
+    }
+
+    #[test]
     fn ids_a_text_field_or_a_path_cannot_hold_become_digests() {
         assert_eq!(external_id("sub_1"), "sub_1");
         let longest = "é".repeat(MAX_EXTERNAL_ID_CHARS);
         assert_eq!(external_id(&longest), longest.as_str());
-        for odd in [".", "..", &"x".repeat(MAX_EXTERNAL_ID_CHARS + 1), "sha256-abc"] {
+        for odd in [".", "..", "lead@example.inc", "sub.1", &"x".repeat(MAX_EXTERNAL_ID_CHARS + 1), "sha256-abc"] {
             let value = external_id(odd);
             assert!(value.starts_with("sha256-") && value.len() == 71, "{odd}: {value}");
             assert_eq!(external_id(odd), value, "deterministic");

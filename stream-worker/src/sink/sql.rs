@@ -157,14 +157,20 @@ fn classify_sqlite(error: &rusqlite::Error) -> SinkError {
 }
 
 /// SQLSTATE classes 22 (data exception, e.g. a NUL byte in text) and 23 (integrity) are about
-/// this lead; `57014` (the statement timed out) and connection errors and everything else may
-/// pass.
+/// this lead. Everything else may pass, each with the reason an operator needs: `57014` (the
+/// statement timed out), class 28 (credentials refused), `3D000` (no such database), a TLS
+/// handshake that failed (an unknown CA, a wrong name), and connection errors.
 fn classify_postgres(error: &tokio_postgres::Error) -> SinkError {
+    let retry = |reason| SinkError::Retryable { reason, retry_after: None };
     match error.code().map(|c| c.code()) {
-        Some("57014") => SinkError::Retryable { reason: "sink_timeout", retry_after: None },
+        Some("57014") => retry("sink_timeout"),
         Some(code) if code.starts_with("22") || code.starts_with("23") => {
             SinkError::Permanent { reason: "sink_rejected" }
         }
-        _ => SinkError::Retryable { reason: "sink_unavailable", retry_after: None },
+        Some(code) if code.starts_with("28") => retry("sink_unauthorized"),
+        Some("3D000") => retry("sink_config_invalid"),
+        // The driver's own words for a failed handshake (not the server's, not the input).
+        None if error.to_string().to_ascii_lowercase().contains("tls") => retry("sink_tls_failed"),
+        _ => retry("sink_unavailable"),
     }
 }

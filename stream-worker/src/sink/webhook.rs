@@ -24,6 +24,14 @@ impl Webhook {
     }
 }
 
+/// The `webhook-id` of a submission's lead: `msg_` and the hex SHA-256 of the submission ID.
+/// Stable across attempts, and plain ASCII without `.` as the specification asks of message
+/// IDs (the signed content is `id.timestamp.body`; a sender-chosen ID could hold anything).
+pub fn message_id(submission_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("msg_{}", shared::hex::encode(&Sha256::digest(submission_id.as_bytes())))
+}
+
 impl LeadSink for Webhook {
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
         // The key holds the submission ID, which may be any text without controls: sent as its
@@ -31,21 +39,35 @@ impl LeadSink for Webhook {
         // not an unreachable sink retried forever.
         let unsendable = |_| SinkError::Permanent { reason: "sink_unsendable_key" };
         let key = HeaderValue::from_bytes(receipt_key.as_bytes()).map_err(unsendable)?;
-        // Standard Webhooks: `webhook-id` is the submission ID, the same on every attempt, so
-        // the receiver can deduplicate by it; the signature covers id, timestamp and body.
-        let id = HeaderValue::from_bytes(lead.external_id.as_bytes()).map_err(unsendable)?;
+        // Standard Webhooks: `webhook-id` is the same on every attempt for one submission, so the
+        // receiver can deduplicate by it; the signature covers id, timestamp and body.
+        let id = message_id(&lead.external_id);
         let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()).to_string();
         let body = lead.to_json().to_text();
-        let signature = signature_header(&self.secret, &lead.external_id, &timestamp, body.as_bytes());
+        let signature = signature_header(&self.secret, &id, &timestamp, body.as_bytes());
         let request = self
             .client
             .post(&self.url)
             .header("content-type", "application/json")
             .header("idempotency-key", key)
-            .header("webhook-id", id)
+            .header("webhook-id", &id)
             .header("webhook-timestamp", timestamp)
             .header("webhook-signature", signature)
             .body(body);
         send(request).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_ids_are_stable_plain_and_distinct() {
+        // printf 'sub_wh' | sha256sum
+        assert_eq!(message_id("sub_wh"), "msg_8b730cec2b942d6afc7592a68695c0697d2734bf647b26df62f3e153d8ae0f9a");
+        assert_eq!(message_id("a.b/é"), message_id("a.b/é"));
+        assert_ne!(message_id("a"), message_id("b"));
+        assert!(message_id("a.b/é").bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
     }
 }
