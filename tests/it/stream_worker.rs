@@ -707,3 +707,89 @@ async fn a_second_poller_on_the_same_checkpoint_refuses_to_start() {
     // Once the first has stopped, the lock is free again.
     second.run(&handler, Duration::from_millis(20), async {}).await.unwrap();
 }
+
+/// A sink that records upserts and refuses the IDs in `busy` as retryable.
+#[derive(Default)]
+struct BusySink {
+    upserts: Mutex<Vec<String>>,
+    busy: Mutex<BTreeSet<String>>,
+}
+
+impl LeadSink for BusySink {
+    async fn upsert(&self, lead: &Lead, _key: &str) -> Result<(), SinkError> {
+        if self.busy.lock().unwrap().contains(&lead.external_id) {
+            return Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+        }
+        self.upserts.lock().unwrap().push(lead.external_id.clone());
+        Ok(())
+    }
+}
+
+/// Receipts that are always still there and RECEIVED.
+struct AcceptingReceipts;
+
+impl ReceiptStore for AcceptingReceipts {
+    async fn get(
+        &self,
+        _key: &str,
+    ) -> Result<Option<shared::dynamo::Item>, stream_worker::receipts::ReceiptStoreError> {
+        Ok(None)
+    }
+
+    async fn mark(
+        &self,
+        _key: &str,
+        _at: &str,
+        _mark: Mark<'_>,
+        _now: &str,
+    ) -> Result<Marked, stream_worker::receipts::ReceiptStoreError> {
+        Ok(Marked::Done)
+    }
+}
+
+#[tokio::test]
+async fn across_a_shard_split_the_child_waits_until_its_parent_is_past_a_failure() {
+    use tests::streams_standin::{self, Shard};
+    let image = |id: &str| -> Value {
+        let item = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), now_millis()).to_item();
+        serde_json::from_str(&shared::dynamo::item_to_wire(&item).to_text()).unwrap()
+    };
+    let shards = vec![
+        Shard {
+            id: "shard-parent".into(),
+            parent: None,
+            records: vec![("101".into(), image("sub_split_1")), ("102".into(), image("sub_split_2"))],
+            closed: true,
+        },
+        Shard {
+            id: "shard-child".into(),
+            parent: Some("shard-parent".into()),
+            records: vec![("201".into(), image("sub_split_3"))],
+            closed: false,
+        },
+    ];
+    let server = streams_standin::start(shards);
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(server.url())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_credential_types::Credentials::new("AKID", "secret", None, None, "tests"))
+        .load()
+        .await;
+    let dir = TempDir::new("split");
+    let poller = worker::poller(&config, TABLE, dir.0.join("checkpoint.json"));
+    let handler = Handler { sink: BusySink::default(), receipts: AcceptingReceipts };
+    // The parent's second record fails: its child must not be read past it.
+    handler.sink.busy.lock().unwrap().insert("sub_split_2".into());
+    let pass = poller.pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1);
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_split_1"], "the child waited");
+    let checkpoint: Value = serde_json::from_slice(&std::fs::read(dir.0.join("checkpoint.json")).unwrap()).unwrap();
+    assert_eq!(checkpoint["shards"]["shard-parent"]["after"], "101", "saved after the batch, before the failure");
+    assert!(checkpoint["shards"]["shard-child"].is_null());
+    // Once the parent's record goes through, the parent finishes and then its child is read.
+    handler.sink.busy.lock().unwrap().clear();
+    worker::drain(&poller, &handler).await;
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_split_1", "sub_split_2", "sub_split_3"]);
+    let checkpoint: Value = serde_json::from_slice(&std::fs::read(dir.0.join("checkpoint.json")).unwrap()).unwrap();
+    assert_eq!(checkpoint["shards"]["shard-parent"]["done"], true);
+}
