@@ -747,13 +747,29 @@ impl ReceiptStore for AcceptingReceipts {
     }
 }
 
+/// A receipt's item as wire JSON, as a stream record's image carries it.
+fn image(id: &str) -> Value {
+    let item = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), now_millis()).to_item();
+    serde_json::from_str(&shared::dynamo::item_to_wire(&item).to_text()).unwrap()
+}
+
+/// A poller reading the Streams stand-in serving `shards`, with a checkpoint in its own folder.
+async fn standin_poller(shards: Vec<tests::streams_standin::Shard>) -> (tests::stub_http::StubServer, Poller, TempDir) {
+    let server = tests::streams_standin::start(shards);
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(server.url())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_credential_types::Credentials::new("AKID", "secret", None, None, "tests"))
+        .load()
+        .await;
+    let dir = TempDir::new("standin");
+    let poller = worker::poller(&config, TABLE, dir.0.join("checkpoint.json"));
+    (server, poller, dir)
+}
+
 #[tokio::test]
 async fn across_a_shard_split_the_child_waits_until_its_parent_is_past_a_failure() {
-    use tests::streams_standin::{self, Shard};
-    let image = |id: &str| -> Value {
-        let item = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), now_millis()).to_item();
-        serde_json::from_str(&shared::dynamo::item_to_wire(&item).to_text()).unwrap()
-    };
+    use tests::streams_standin::Shard;
     let shards = vec![
         Shard {
             id: "shard-parent".into(),
@@ -768,15 +784,7 @@ async fn across_a_shard_split_the_child_waits_until_its_parent_is_past_a_failure
             closed: false,
         },
     ];
-    let server = streams_standin::start(shards);
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(server.url())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_credential_types::Credentials::new("AKID", "secret", None, None, "tests"))
-        .load()
-        .await;
-    let dir = TempDir::new("split");
-    let poller = worker::poller(&config, TABLE, dir.0.join("checkpoint.json"));
+    let (_server, poller, dir) = standin_poller(shards).await;
     let handler = Handler { sink: BusySink::default(), receipts: AcceptingReceipts };
     // The parent's second record fails: its child must not be read past it.
     handler.sink.busy.lock().unwrap().insert("sub_split_2".into());
@@ -792,4 +800,20 @@ async fn across_a_shard_split_the_child_waits_until_its_parent_is_past_a_failure
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_split_1", "sub_split_2", "sub_split_3"]);
     let checkpoint: Value = serde_json::from_slice(&std::fs::read(dir.0.join("checkpoint.json")).unwrap()).unwrap();
     assert_eq!(checkpoint["shards"]["shard-parent"]["done"], true);
+}
+
+#[tokio::test]
+async fn an_empty_page_inside_a_shard_is_passed_on_the_next_pass_not_met_again() {
+    use tests::streams_standin::{Shard, EMPTY_PAGE};
+    let records =
+        vec![("301".into(), image("sub_gap_1")), (EMPTY_PAGE.into(), Value::Null), ("302".into(), image("sub_gap_2"))];
+    let shards = vec![Shard { id: "shard-open".into(), parent: None, records, closed: false }];
+    let (_server, poller, _dir) = standin_poller(shards).await;
+    let handler = Handler { sink: BusySink::default(), receipts: AcceptingReceipts };
+    // The first pass ends at the empty page; the second goes on from its NextShardIterator. A
+    // poller that started again from the checkpoint would meet the empty page every time.
+    for _ in 0..3 {
+        poller.pass(&handler).await.unwrap();
+    }
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_gap_1", "sub_gap_2"]);
 }

@@ -7,9 +7,13 @@ use serde_json::{json, Value};
 
 use crate::stub_http::{StubRequest, StubResponse, StubServer};
 
+pub const EMPTY_PAGE: &str = "empty-page";
+
 pub const STREAM_ARN: &str = "arn:aws:dynamodb:us-east-1:123456789012:table/receipts/stream/2026-11-30T00:00:00.000";
 
-/// One shard: its ID, parent, and records (`(sequence number, new image as wire JSON)`).
+/// One shard: its ID, parent, and records (`(sequence number, new image as wire JSON)`). A
+/// record whose sequence number is [`EMPTY_PAGE`] is no record: `GetRecords` there answers an
+/// empty page with a `NextShardIterator` past it, as DynamoDB Streams may in an open shard.
 #[derive(Clone)]
 pub struct Shard {
     pub id: String,
@@ -59,8 +63,14 @@ pub fn start(shards: Vec<Shard>) -> StubServer {
                     return StubResponse::json(400, json!({"__type": "ExpiredIteratorException"}));
                 };
                 let from: usize = position.parse().unwrap_or(0);
+                if s.records.get(from).is_some_and(|(seq, _)| seq == EMPTY_PAGE) {
+                    return StubResponse::json(
+                        200,
+                        json!({"Records": [], "NextShardIterator": format!("{id}|{}", from + 1)}),
+                    );
+                }
                 let limit = body["Limit"].as_u64().unwrap_or(100) as usize;
-                let page: Vec<Value> = s.records.iter().skip(from).take(limit).map(|(seq, image)| json!({
+                let page: Vec<Value> = s.records.iter().skip(from).take(limit).take_while(|(seq, _)| seq != EMPTY_PAGE).map(|(seq, image)| json!({
                     "eventID": format!("e{seq}"), "eventName": "INSERT", "eventVersion": "1.1",
                     "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
                     "dynamodb": {"ApproximateCreationDateTime": 1796019713, "Keys": {"pk": image["pk"]},
