@@ -4,10 +4,10 @@ use core::future::poll_fn;
 use core::pin::Pin;
 
 use futures_core::Stream;
-use shared::decision::{HealthProblem, Outcome, Response as Decision, TooLarge};
+use shared::decision::{Outcome, Response as Decision, TooLarge};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
-use shared::receive::{declared_too_large, receive, route, Delivery, Route, Step};
+use shared::receive::{self, declared_too_large, receive, route, Delivery, Route, Step};
 use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
 
 use crate::config::Config;
@@ -45,14 +45,7 @@ async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u
     };
     let config = Config::load(|name| env_string(env, name));
     if health {
-        // Healthy means a delivery would be taken: the configuration loads and names a sender
-        // authentication method. The store is not called (its answer is for deliveries).
-        let outcome = match &config {
-            Err(error) => Outcome::Unhealthy(HealthProblem::ConfigInvalid(error.variable)),
-            Ok(config) if !config.policy.auth.is_configured() => Outcome::Unhealthy(HealthProblem::AuthNotConfigured),
-            Ok(_) => Outcome::Health,
-        };
-        return (outcome, None);
+        return (receive::health(config.as_ref().map(|c| &c.policy).map_err(|e| e.variable)), None);
     }
     let config = match config {
         Ok(config) => config,

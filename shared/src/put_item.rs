@@ -5,7 +5,6 @@ use alloc::string::String;
 
 use crate::dynamo::{item_to_wire, Item};
 use crate::json::{Json, Number};
-use crate::receipt::Receipt;
 
 /// `Content-Type` of every DynamoDB JSON API request.
 pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
@@ -24,13 +23,9 @@ pub struct StoreRequest {
     pub body: String,
 }
 
-/// The `PutItem` request for `receipt` in `table` at `now_unix_secs`. On a failed condition
-/// DynamoDB returns the existing item (`ALL_OLD`), so a duplicate is answered in one round trip.
-pub fn put_receipt(table: &str, receipt: &Receipt, now_unix_secs: i64) -> StoreRequest {
-    put_item(table, &receipt.to_item(), now_unix_secs)
-}
-
-/// [`put_receipt`] for a receipt already in its item form.
+/// The `PutItem` request for a receipt's `item` ([`crate::receipt::Receipt::to_item`]) in
+/// `table` at `now_unix_secs`. On a failed condition DynamoDB returns the existing item
+/// (`ALL_OLD`), so a duplicate is answered in one round trip.
 pub fn put_item(table: &str, item: &Item, now_unix_secs: i64) -> StoreRequest {
     let now = Json::String(String::from(Number::from_i64(now_unix_secs).as_str()));
     let values = BTreeMap::from([(String::from(":now"), Json::Object(BTreeMap::from([(String::from("N"), now)])))]);
@@ -50,6 +45,7 @@ mod tests {
     use crate::dynamo::item_from_wire;
     use crate::envelope::parse_envelope;
     use crate::json::parse;
+    use crate::receipt::Receipt;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -57,7 +53,7 @@ mod tests {
         let envelope =
             parse_envelope(br#"{"event":"form.submitted","data":{"submissionId":"s1","formData":{"a":"b"}}}"#).unwrap();
         let receipt = Receipt::new(&envelope, "staticforms:form.submitted:s1".into(), "r", 5_000, 1);
-        let request = put_receipt("receipts", &receipt, 5);
+        let request = put_item("receipts", &receipt.to_item(), 5);
         assert_eq!(request.target, "DynamoDB_20120810.PutItem");
         let body = parse(request.body.as_bytes()).unwrap();
         let text = |k: &str| body.get(k).and_then(Json::as_str);

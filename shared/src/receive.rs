@@ -7,7 +7,7 @@
 use alloc::string::String;
 
 use crate::auth::{AuthError, AuthPolicy};
-use crate::decision::{Outcome, ReceiptSummary, TooLarge};
+use crate::decision::{HealthProblem, Outcome, ReceiptSummary, TooLarge};
 use crate::dynamo::item_size;
 use crate::envelope::parse_envelope;
 use crate::fingerprint::same_content;
@@ -81,6 +81,18 @@ pub fn route(method: &str, path: &str) -> Route {
         (HEALTH_PATH, "GET" | "HEAD") => Route::Health,
         (HEALTH_PATH, _) => Route::Reject(RouteRejection::MethodNotAllowed("GET, HEAD")),
         _ => Route::Reject(RouteRejection::NotFound),
+    }
+}
+
+/// The answer to `GET /healthz`, from whether the configuration loaded (`Err` names the
+/// variable at fault): healthy means a delivery would be taken, so the configuration must load
+/// and name a sender authentication method. The store is not asked (its answer is for
+/// deliveries).
+pub fn health(config: Result<&Policy, &'static str>) -> Outcome {
+    match config {
+        Err(variable) => Outcome::Unhealthy(HealthProblem::ConfigInvalid(variable)),
+        Ok(policy) if !policy.auth.is_configured() => Outcome::Unhealthy(HealthProblem::AuthNotConfigured),
+        Ok(_) => Outcome::Health,
     }
 }
 

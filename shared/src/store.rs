@@ -125,7 +125,7 @@ pub fn error_type(body: &Json) -> Option<&str> {
     Some(full.rsplit_once('#').map_or(full, |(_, short)| short))
 }
 
-/// Classifies DynamoDB's answer to a `PutItem` built by [`crate::put_item::put_receipt`].
+/// Classifies DynamoDB's answer to a `PutItem` built by [`crate::put_item::put_item`].
 ///
 /// Only a 200 whose body is a JSON object without `__type` is a stored receipt. Every answer
 /// that is not recognisably DynamoDB's is retryable: it proves nothing either way.

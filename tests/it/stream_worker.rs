@@ -289,13 +289,26 @@ async fn hubspot_keeps_one_contact_per_person_and_one_ticket_per_submission() {
     assert_eq!(standin.state.lock().unwrap().contacts.len(), 1);
     assert!(standin.state.lock().unwrap().tickets.contains_key("sub_hs_anon"));
     // An email HubSpot refuses is this lead's problem (a 207 per-input error): FAILED.
-    let mut bad_email = sample_lead("sub_hs_bad");
-    bad_email.email = "not-an-email".into();
-    assert_eq!(sink.upsert(&bad_email, "k").await, Err(SinkError::Permanent { reason: "sink_rejected" }));
-    // Even when what the visitor typed reads like a configuration fault: the message repeats
-    // the input, and only HubSpot's error codes decide.
-    bad_email.email = "PROPERTY_DOESNT_EXIST does not exist, not unique".into();
-    assert_eq!(sink.upsert(&bad_email, "k").await, Err(SinkError::Permanent { reason: "sink_rejected" }));
+    // An email HubSpot refuses (a 207 per-input error) costs the contact, not the submission:
+    // the ticket is written with the email in its content. Even when what the visitor typed
+    // reads like a configuration fault: only HubSpot's error codes decide, never messages.
+    for (id, email) in
+        [("sub_hs_bad", "not-an-email"), ("sub_hs_odd", "PROPERTY_DOESNT_EXIST does not exist, not unique")]
+    {
+        let mut bad_email = sample_lead(id);
+        bad_email.email = email.into();
+        sink.upsert(&bad_email, "k").await.unwrap();
+        let state = standin.state.lock().unwrap();
+        assert!(state.tickets[id].1["content"].as_str().unwrap().ends_with(&format!("(email as submitted: {email})")));
+        assert_eq!(state.contacts.len(), 1, "no contact for a refused email");
+    }
+    // A message past HubSpot's 65,536-character property limit is cut to fit, not refused.
+    let mut long = sample_lead("sub_hs_long");
+    long.message = "m".repeat(100_000);
+    sink.upsert(&long, "k").await.unwrap();
+    let content = standin.state.lock().unwrap().tickets["sub_hs_long"].1["content"].as_str().unwrap().to_owned();
+    assert_eq!(content.chars().count(), 65_536);
+    assert!(content.ends_with('…'));
     // A second submission without a last name keeps the one the contact has.
     let mut first_name_only = sample_lead("sub_hs_short");
     first_name_only.name = "Ada".into();
@@ -383,6 +396,29 @@ async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
         assert_eq!(state.leads["sub_sf"]["Company"], "[not provided]");
         assert_eq!(state.issued, 1, "one token for both calls");
     }
+    // Values past the Lead's field lengths are cut to fit, and an email Salesforce would refuse
+    // moves into the description: the Lead is written, not FAILED.
+    let mut odd = sample_lead("sub_sf_long");
+    odd.name = format!("{} {}", "F".repeat(60), "L".repeat(120));
+    odd.message = "d".repeat(40_000);
+    odd.email = "not an email".into();
+    sink.upsert(&odd, "k").await.unwrap();
+    {
+        let state = standin.state.lock().unwrap();
+        let written = &state.leads["sub_sf_long"];
+        assert_eq!(written["FirstName"].as_str().unwrap().chars().count(), 40);
+        assert_eq!(written["LastName"].as_str().unwrap().chars().count(), 80);
+        assert_eq!(written["Description"].as_str().unwrap().chars().count(), 32_000);
+        assert!(written["Email"].is_null());
+    }
+    let mut short = sample_lead("sub_sf_email");
+    short.message = "hi".into();
+    short.email = "not an email".into();
+    sink.upsert(&short, "k").await.unwrap();
+    assert_eq!(
+        standin.state.lock().unwrap().leads["sub_sf_email"]["Description"],
+        "hi\n\n(email as submitted: not an email)"
+    );
     // An ID with characters a path must encode arrives as the same value.
     sink.upsert(&sample_lead("sub/8fK2?x#y"), "k").await.unwrap();
     assert!(standin.state.lock().unwrap().leads.contains_key("sub/8fK2?x#y"));
@@ -606,12 +642,10 @@ async fn a_postgres_server_that_never_answers_times_out_and_is_retried() {
     // answers, as with a hung server or a black-holed route.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let started = std::time::Instant::now();
+    // The reason says which timeout ended it (timings are for benchmarks, not pass/fail tests).
     let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
     let result = postgres_upsert(&url, None, "sub_hang").await;
     assert_eq!(result, Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }));
-    let waited = started.elapsed();
-    assert!(waited < Duration::from_secs(9), "gave up after {waited:?}, within the connect timeout");
     drop(listener);
     // The sink does not connect at all until it has a lead: setting it up needs no server.
     let target = PostgresTarget::parse("postgres://postgres@127.0.0.1:9/postgres", None).unwrap();
@@ -627,10 +661,8 @@ async fn a_statement_that_waits_past_the_statement_timeout_is_retried_and_the_ne
     // Another session holds the table: the upsert waits, and the server ends it.
     let holder = target.connect().await.unwrap();
     holder.batch_execute("BEGIN; LOCK TABLE leads IN ACCESS EXCLUSIVE MODE").await.unwrap();
-    let started = std::time::Instant::now();
     let blocked = sink.upsert(&sample_lead("sub_lock_1"), "k").await;
     assert_eq!(blocked, Err(SinkError::Retryable { reason: "sink_timeout", retry_after: None }));
-    assert!(started.elapsed() < Duration::from_secs(8), "ended by statement_timeout, not left hanging");
     holder.batch_execute("ROLLBACK").await.unwrap();
     sink.upsert(&sample_lead("sub_lock_1"), "k").await.unwrap();
     let rows = holder.query("SELECT external_id FROM leads ORDER BY external_id", &[]).await.unwrap();

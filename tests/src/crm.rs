@@ -143,6 +143,11 @@ impl HubSpotStandIn {
                         let id = input["id"].as_str().unwrap_or_default().to_owned();
                         let id_property = input["idProperty"].as_str().unwrap_or_default();
                         let properties = input["properties"].as_object().cloned().unwrap_or_default();
+                        if properties.values().any(|v| v.as_str().is_some_and(|t| t.chars().count() > 65_536)) {
+                            errors.push(json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_STRING_LENGTH",
+                                "message": "Property values were not valid", "context": {"id": [id]}}));
+                            continue;
+                        }
                         if *object == "contacts" {
                             if id_property != "email" {
                                 return validation_error(
@@ -348,6 +353,17 @@ impl SalesforceStandIn {
                     400,
                     json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{unknown}' on sobject of type Lead")}]),
                 );
+            }
+            // Lead field lengths and the email format, as the org enforces them.
+            for (name, max) in
+                [("FirstName", 40), ("LastName", 80), ("Company", 255), ("Email", 80), ("Description", 32_000)]
+            {
+                if fields[name].as_str().is_some_and(|v| v.chars().count() > max) {
+                    return StubResponse::json(400, json!([{"errorCode": "STRING_TOO_LONG", "fields": [name]}]));
+                }
+            }
+            if fields["Email"].as_str().is_some_and(|e| !e.contains('@') || e.contains(' ')) {
+                return StubResponse::json(400, json!([{"errorCode": "INVALID_EMAIL_ADDRESS", "fields": ["Email"]}]));
             }
             for required in ["LastName", "Company"] {
                 if fields[required].as_str().is_none_or(str::is_empty) {

@@ -57,6 +57,17 @@ fn routes() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn health_says_whether_a_delivery_would_be_taken() {
+    assert_eq!(health(Ok(&policy())), Outcome::Health);
+    assert_eq!(
+        health(Err("AWS_REGION")),
+        Outcome::Unhealthy(crate::decision::HealthProblem::ConfigInvalid("AWS_REGION"))
+    );
+    let open = Policy { auth: AuthPolicy::default(), ..policy() };
+    assert_eq!(health(Ok(&open)), Outcome::Unhealthy(crate::decision::HealthProblem::AuthNotConfigured));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn declared_lengths() {
     let p = policy();
     assert!(declared_too_large(&p, Some("1025")));

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use shared::lead::Lead;
 
 use super::http::{classify_status, send, transport_error};
-use super::{CheckError, LeadSink, SinkError};
+use super::{fit, CheckError, LeadSink, SinkError};
 
 /// A HubSpot portal reached with a private app token.
 pub struct HubSpot {
@@ -151,6 +151,9 @@ pub fn classify_error(error: &Value) -> SinkError {
     SinkError::Permanent { reason: "sink_rejected" }
 }
 
+/// The longest value of a HubSpot string property, in characters.
+pub const MAX_PROPERTY_CHARS: usize = 65_536;
+
 /// The contact's properties: the name split into first and last at the first space. Empty
 /// values are left out: HubSpot clears a property given an empty string, and a second
 /// submission without a last name must not erase the one the contact has.
@@ -159,7 +162,7 @@ pub fn contact_properties(lead: &Lead) -> Value {
     let mut properties = serde_json::Map::new();
     for (name, value) in [("email", lead.email.as_str()), ("firstname", first), ("lastname", last)] {
         if !value.is_empty() {
-            properties.insert(name.to_owned(), Value::String(value.to_owned()));
+            properties.insert(name.to_owned(), Value::String(fit(value, MAX_PROPERTY_CHARS)));
         }
     }
     Value::Object(properties)
@@ -171,8 +174,8 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
     let subject = if who.is_empty() { String::from("Form submission") } else { format!("Form submission from {who}") };
     json!({
         id_property: lead.external_id,
-        "subject": subject,
-        "content": lead.message,
+        "subject": fit(&subject, MAX_PROPERTY_CHARS),
+        "content": fit(&lead.message, MAX_PROPERTY_CHARS),
         "hs_pipeline": pipeline,
         "hs_pipeline_stage": stage,
     })
@@ -185,11 +188,21 @@ impl LeadSink for HubSpot {
     }
 
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
+        // An email HubSpot refuses for its content (a 207 per-input error) costs the contact,
+        // not the submission: the ticket is still written, with the email in its content.
         let contact = match lead.email.trim() {
             "" => None,
-            email => Some(self.upsert_one("contacts", "email", email, contact_properties(lead)).await?),
+            email => match self.upsert_one("contacts", "email", email, contact_properties(lead)).await {
+                Ok(id) => Some(id),
+                Err(SinkError::Permanent { .. }) => None,
+                Err(retryable) => return Err(retryable),
+            },
         };
-        let properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
+        let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
+        if contact.is_none() && !lead.email.trim().is_empty() {
+            let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
+            properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
+        }
         let ticket = self.upsert_one("tickets", &self.id_property, &lead.external_id, properties).await?;
         if let Some(contact) = contact {
             let url =

@@ -45,6 +45,18 @@ pub const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 /// without an image) and the receipt update.
 pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(11);
 
+/// `text` cut to at most `max` characters (ending in `…` when cut): CRM fields have documented
+/// length limits, and a value over one refuses the whole record, which would turn a lead whose
+/// only fault is a long message into a `FAILED` one.
+pub fn fit(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// The configured sink.
 pub enum Sink {
     Sql(sql::SqlSink),

@@ -170,15 +170,20 @@ fn client_config(tls: &TlsMode) -> Result<ClientConfig, &'static str> {
         .with_safe_default_protocol_versions()
         .map_err(|_| "no TLS protocol version")?;
     Ok(match tls {
-        TlsMode::Require { ca_file: None } => {
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(EncryptOnly(provider))).with_no_client_auth()
-        }
-        TlsMode::Require { ca_file: Some(file) } => {
-            let roots = Arc::new(roots(false, Some(file))?);
-            let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
-                .build()
-                .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) holds no usable certificate")?;
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(ChainOnly(chain))).with_no_client_auth()
+        TlsMode::Require { ca_file } => {
+            let chain = match ca_file {
+                None => None,
+                Some(file) => Some(
+                    rustls::client::WebPkiServerVerifier::builder_with_provider(
+                        Arc::new(roots(false, Some(file))?),
+                        Arc::clone(&provider),
+                    )
+                    .build()
+                    .map_err(|_| "POSTGRES_CA_FILE (or sslrootcert) holds no usable certificate")?,
+                ),
+            };
+            let verifier = Arc::new(RequireVerifier { chain, provider });
+            builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth()
         }
         TlsMode::VerifyFull { ca_file } => {
             builder.with_root_certificates(roots(true, ca_file.as_deref())?).with_no_client_auth()
@@ -207,12 +212,17 @@ fn roots(system: bool, ca_file: Option<&str>) -> Result<RootCertStore, &'static 
     Ok(roots)
 }
 
-/// `sslmode=require` with a CA file (libpq's `verify-ca`): the chain must lead to the CA; the
-/// name in the certificate is not compared with the host.
+/// `sslmode=require`: without a CA file any certificate is accepted; with one (libpq's
+/// `verify-ca`) the chain must lead to it, and the name is not compared with the host. Either
+/// way the handshake's signatures are checked, so the connection is encrypted to whoever holds
+/// the certificate's key.
 #[derive(Debug)]
-struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+struct RequireVerifier {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for RequireVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -222,7 +232,8 @@ impl ServerCertVerifier for ChainOnly {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         use rustls::{CertificateError, Error};
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -236,7 +247,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -245,51 +256,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `sslmode=require`: any certificate is accepted (the handshake's signatures are still
-/// checked, so the connection is encrypted to whoever holds the certificate's key).
-#[derive(Debug)]
-struct EncryptOnly(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 use shared::lead::Lead;
 
 use super::http::{classify_status, transport_error};
-use super::{CheckError, LeadSink, SinkError};
+use super::{fit, CheckError, LeadSink, SinkError};
 
 /// What Salesforce requires on a Lead when the form did not supply it.
 pub const NOT_PROVIDED: &str = "[not provided]";
@@ -141,19 +141,35 @@ fn poisoned() -> SinkError {
 }
 
 /// The Lead's fields: `LastName` and `Company` are required by Salesforce.
+///
+/// Each value fits its field's documented length (Lead: `FirstName` 40, `LastName` 80,
+/// `Company` 255, `Email` 80, `Description` 32,000 characters), since one value over its
+/// field refuses the whole Lead. An email Salesforce would refuse (over 80 characters, no `@`,
+/// spaces) is left out of `Email` and kept at the end of `Description` instead.
 pub fn fields(lead: &Lead) -> serde_json::Value {
     let (first, last) = match lead.name.rsplit_once(' ') {
         Some((first, last)) => (first, last),
         None => ("", lead.name.as_str()),
     };
     let company = lead.extra.get("company").and_then(|c| c.as_str()).unwrap_or(NOT_PROVIDED);
-    json!({
-        "FirstName": first,
-        "LastName": if last.is_empty() { NOT_PROVIDED } else { last },
-        "Email": lead.email,
-        "Company": company,
-        "Description": lead.message,
-    })
+    let email = lead.email.trim();
+    let email_fits = email.chars().count() <= 80
+        && email.split_once('@').is_some_and(|(user, host)| !user.is_empty() && host.contains('.'))
+        && !email.contains(char::is_whitespace);
+    let mut description = lead.message.clone();
+    if !email_fits && !email.is_empty() {
+        description.push_str(&format!("\n\n(email as submitted: {email})"));
+    }
+    let mut fields = json!({
+        "FirstName": fit(first, 40),
+        "LastName": fit(if last.is_empty() { NOT_PROVIDED } else { last }, 80),
+        "Company": fit(company, 255),
+        "Description": fit(&description, 32_000),
+    });
+    if email_fits {
+        fields["Email"] = json!(email);
+    }
+    fields
 }
 
 /// The longest external ID value a Salesforce Text field holds, in characters.
