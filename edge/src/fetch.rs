@@ -18,7 +18,7 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     let started = Date::now().as_millis();
     let request_id =
         request.headers().get("cf-ray").ok().flatten().and_then(|id| safe_request_id(&id)).unwrap_or_else(generated_id);
-    let (outcome, submission_id) = handle(request, &env, &request_id, started).await;
+    let (outcome, submission_id, store_ms) = handle(request, &env, &request_id, started).await;
     let decision = outcome.response();
     let record = LogRecord {
         request_id,
@@ -27,6 +27,8 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
         reason: outcome.reason(),
         status: decision.status,
         duration_ms: Date::now().as_millis().saturating_sub(started),
+        at_ms: started,
+        store_ms,
     };
     if decision.status >= 500 {
         console_error!("{}", record.to_json_line());
@@ -36,38 +38,64 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
     render(decision)
 }
 
-/// Runs one request through the core; returns the outcome and, once known, the submission ID.
-async fn handle(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> (Outcome, Option<String>) {
+/// Runs one request through the core; returns the outcome, once known the submission ID, and
+/// when the store was asked, how long it took to answer (milliseconds).
+async fn handle(
+    request: Request,
+    env: &Env,
+    request_id: &str,
+    now_millis: u64,
+) -> (Outcome, Option<String>, Option<u64>) {
+    match check(request, env, request_id, now_millis).await {
+        Checked::Respond(outcome, submission_id) => (outcome, submission_id, None),
+        Checked::Store(store) => {
+            let (config, pending) = *store;
+            // The Workers clock advances across I/O, so this is the store's round trip.
+            let sent = Date::now().as_millis();
+            let answer = dynamodb::put(&config, &pending.request, now_millis).await;
+            let store_ms = Date::now().as_millis().saturating_sub(sent);
+            (pending.finish(answer), Some(pending.submission_id), Some(store_ms))
+        }
+    }
+}
+
+/// What the core's checks leave to do.
+enum Checked {
+    /// Answer with this outcome; nothing is stored.
+    Respond(Outcome, Option<String>),
+    /// Send this PutItem with this configuration (boxed: the variants differ in size).
+    Store(Box<(Config, receive::PendingPut)>),
+}
+
+/// Runs the core's checks on the request.
+async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> Checked {
     let health = match route(request.method().as_ref(), &request.path()) {
-        Route::Reject(rejection) => return (rejection.outcome(), None),
+        Route::Reject(rejection) => return Checked::Respond(rejection.outcome(), None),
         Route::Health => true,
         Route::Webhook => false,
     };
     let config = Config::load(|name| env_string(env, name));
     if health {
-        return (receive::health(config.as_ref().map(|c| &c.policy).map_err(|e| e.variable)), None);
+        return Checked::Respond(receive::health(config.as_ref().map(|c| &c.policy).map_err(|e| e.variable)), None);
     }
     let config = match config {
         Ok(config) => config,
-        Err(error) => return (Outcome::ConfigInvalid(error.variable), None),
+        Err(error) => return Checked::Respond(Outcome::ConfigInvalid(error.variable), None),
     };
     let declared = request.headers().get("content-length").ok().flatten();
     if declared_too_large(&config.policy, declared.as_deref()) {
-        return (Outcome::PayloadTooLarge(TooLarge::Body), None);
+        return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);
     }
     let body = match read_body(&mut request, config.policy.max_body_bytes).await {
         Ok(Some(body)) => body,
-        Ok(None) => return (Outcome::PayloadTooLarge(TooLarge::Body), None),
-        Err(()) => return (Outcome::BodyUnreadable, None),
+        Ok(None) => return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None),
+        Err(()) => return Checked::Respond(Outcome::BodyUnreadable, None),
     };
     let headers = CoreHeaders::new(request.headers().entries());
     let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
     match receive(&config.policy, &delivery) {
-        Step::Respond(outcome, submission_id) => (outcome, submission_id),
-        Step::Store(pending) => {
-            let answer = dynamodb::put(&config, &pending.request, now_millis).await;
-            (pending.finish(answer), Some(pending.submission_id))
-        }
+        Step::Respond(outcome, submission_id) => Checked::Respond(outcome, submission_id),
+        Step::Store(pending) => Checked::Store(Box::new((config, pending))),
     }
 }
 

@@ -2,9 +2,11 @@
 
 use alloc::string::String;
 
+/// The lowercase hex digits, by value.
+pub const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// `bytes` as lowercase hex.
 pub fn encode(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
         out.push(DIGITS[usize::from(b >> 4)] as char);

@@ -34,6 +34,7 @@ pub mod json;
 pub mod key;
 pub mod lead;
 pub mod log;
+pub mod metrics;
 pub mod put_item;
 pub mod receipt;
 pub mod receive;

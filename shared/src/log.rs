@@ -10,6 +10,7 @@ use core::fmt::Write as _;
 
 use crate::envelope::is_valid_submission_id;
 use crate::json::{write_ascii_string, write_string};
+use crate::metrics::{append_emf, Metric, Unit};
 
 /// One request's log line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +27,10 @@ pub struct LogRecord {
     pub status: u16,
     /// Milliseconds from the request's arrival to the response.
     pub duration_ms: u64,
+    /// When the request arrived, epoch milliseconds (the metrics' timestamp).
+    pub at_ms: u64,
+    /// Milliseconds the store took to answer the PutItem, when one was sent.
+    pub store_ms: Option<u64>,
 }
 
 /// The longest request ID kept.
@@ -60,7 +65,18 @@ impl LogRecord {
             Some(reason) => write_string(reason, &mut line),
             None => line.push_str("null"),
         }
-        let _ = write!(line, ",\"status\":{},\"durationMs\":{}}}", self.status, self.duration_ms);
+        let _ = write!(line, ",\"status\":{},\"durationMs\":{}", self.status, self.duration_ms);
+        // The line is also an Embedded Metric Format document: deliveries by outcome, and the
+        // store's latency when it was asked.
+        let delivery = Metric { name: "Deliveries", unit: Unit::Count, value: 1 };
+        match self.store_ms {
+            Some(ms) => {
+                let latency = Metric { name: "StoreLatency", unit: Unit::Milliseconds, value: ms };
+                append_emf(&mut line, self.at_ms, &["outcome"], &[delivery, latency]);
+            }
+            None => append_emf(&mut line, self.at_ms, &["outcome"], &[delivery]),
+        }
+        line.push('}');
         line
     }
 }
@@ -79,10 +95,17 @@ mod tests {
             reason: None,
             status: 202,
             duration_ms: 12,
+            at_ms: 1_796_019_713_123,
+            store_ms: Some(9),
         };
         assert_eq!(
             record.to_json_line(),
-            r#"{"requestId":"8f2a-AMS","submissionId":"sub_1","outcome":"stored","reason":null,"status":202,"durationMs":12}"#
+            concat!(
+                r#"{"requestId":"8f2a-AMS","submissionId":"sub_1","outcome":"stored","reason":null,"status":202,"#,
+                r#""durationMs":12,"_aws":{"Timestamp":1796019713123,"CloudWatchMetrics":[{"Namespace":"#,
+                r#""WebhookReceiver","Dimensions":[["outcome"]],"Metrics":[{"Name":"Deliveries","Unit":"Count"},"#,
+                r#"{"Name":"StoreLatency","Unit":"Milliseconds"}]}]},"Deliveries":1,"StoreLatency":9}"#
+            )
         );
     }
 
@@ -100,6 +123,8 @@ mod tests {
             reason: Some("invalid_submission_id"),
             status: 400,
             duration_ms: 0,
+            at_ms: 0,
+            store_ms: None,
         };
         assert!(record.to_json_line().contains(r#""submissionId":null"#));
         assert!(!record.to_json_line().contains("forged"));
@@ -114,6 +139,8 @@ mod tests {
             reason: None,
             status: 202,
             duration_ms: 1,
+            at_ms: 0,
+            store_ms: None,
         };
         let line = record.to_json_line();
         assert!(!line.contains('\n'));

@@ -7,6 +7,7 @@ use crate::envelope::{Envelope, FORM_SUBMITTED};
 use crate::fingerprint::fingerprint;
 use crate::json::{self, Json};
 use crate::time::iso8601_millis;
+use sha2::{Digest, Sha256};
 
 /// Where a receipt is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +80,26 @@ pub enum ReceiptError {
 /// What replaces a credential in a stored payload.
 pub const REDACTED: &str = "[redacted]";
 
+/// The sparse index of receipts still waiting for their lead: its partition key
+/// (`pendingShard`) is present only while a receipt is `RECEIVED` and removed by the update
+/// that completes or fails it, so the index holds exactly the receipts reconcile must look at.
+pub const PENDING_INDEX: &str = "pending";
+/// The attribute that puts a receipt in [`PENDING_INDEX`].
+pub const PENDING_SHARD: &str = "pendingShard";
+/// How many partition key values [`PENDING_INDEX`] spreads receipts over. One index partition
+/// takes about 1,000 writes per second, and an index that cannot keep up throttles the table's
+/// own writes: 16 values keep the index out of the way up to about 16,000 receipts per second.
+pub const PENDING_SHARDS: u8 = 16;
+
+/// The `pendingShard` value of the receipt `key`: one hex digit (`0`..`f`) from its SHA-256, so
+/// the same key always lands in the same shard and keys spread evenly.
+pub fn pending_shard(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut shard = String::new();
+    shard.push(char::from(crate::hex::DIGITS[usize::from(digest[0] & 0x0f)]));
+    shard
+}
+
 impl Receipt {
     /// A new `RECEIVED` receipt for a checked envelope, stored at `now_millis` and kept for
     /// `retention_days`.
@@ -128,6 +149,9 @@ impl Receipt {
         item.insert("receivedAt".into(), s(&self.received_at));
         item.insert("expiresAt".into(), AttributeValue::N(alloc::format!("{}", self.expires_at)));
         item.insert("requestId".into(), s(&self.request_id));
+        if self.status == ReceiptStatus::Received {
+            item.insert(PENDING_SHARD.into(), AttributeValue::S(pending_shard(&self.key)));
+        }
         if let Some(at) = &self.completed_at {
             item.insert("completedAt".into(), s(at));
         }
@@ -214,6 +238,30 @@ mod tests {
         receipt.failure_reason = Some("unmappable".into());
         let read = Receipt::from_item(&item_from_wire(&item_to_wire(&receipt.to_item())).unwrap());
         assert_eq!(read, Ok(receipt));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn only_a_waiting_receipt_is_in_the_pending_index() {
+        let mut receipt = sample();
+        // printf 'staticforms:form.submitted:sub_8fK2qLw9Xc' | sha256sum: 26…, low nibble 6.
+        assert_eq!(receipt.to_item().get(PENDING_SHARD), Some(&AttributeValue::S("6".into())));
+        for status in [ReceiptStatus::Completed, ReceiptStatus::Failed] {
+            receipt.status = status;
+            assert_eq!(receipt.to_item().get(PENDING_SHARD), None, "{status:?}");
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn pending_shards_are_one_hex_digit_and_all_are_used() {
+        let mut seen = alloc::collections::BTreeSet::new();
+        for n in 0..400 {
+            let shard = pending_shard(&alloc::format!("staticforms:form.submitted:sub_{n}"));
+            assert_eq!(shard.len(), 1);
+            assert!(u8::from_str_radix(&shard, 16).is_ok_and(|v| v < PENDING_SHARDS), "{shard}");
+            seen.insert(shard);
+        }
+        assert_eq!(seen.len(), usize::from(PENDING_SHARDS));
+        assert_eq!(pending_shard("k"), pending_shard("k"));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

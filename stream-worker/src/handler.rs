@@ -10,6 +10,7 @@ use shared::stream::{decide, submission_id_of_key, NewImage, RecordAction, Recor
 use shared::time::iso8601_millis;
 use tokio::time::Instant;
 
+use crate::metrics::Tally;
 use crate::receipts::{Mark, Marked, ReceiptStore};
 use crate::sink::{LeadSink, SinkError};
 
@@ -28,33 +29,71 @@ pub struct Handler<S, R> {
 struct Retry(&'static str);
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
-    /// Processes `event`'s records in order and reports the first that must be retried.
-    /// `deadline` is when the invocation ends (Lambda's), if it has one.
+    /// Processes `event`'s records in order and reports the first that must be retried, then
+    /// writes the batch's metrics (EMF lines) to stdout. `deadline` is when the invocation ends
+    /// (Lambda's), if it has one.
+    #[allow(clippy::print_stdout)]
+    pub async fn handle(&self, event: Event, deadline: Option<Instant>) -> DynamoDbEventResponse {
+        let (response, tally) = self.handle_counted(event, deadline).await;
+        for line in tally.emf_lines(crate::metrics::now_millis()) {
+            println!("{line}");
+        }
+        response
+    }
+
+    /// [`Handler::handle`] without the metrics lines: the response and what the batch did.
     ///
     /// Before each record but the first, the time left must cover one record at its worst
     /// ([`LeadSink::record_budget`]); otherwise that record is reported unprocessed, so Lambda
     /// keeps the batch's progress instead of timing out and retrying all of it. The first record
     /// is always tried, or a function whose timeout is too short would never move on.
-    pub async fn handle(&self, event: Event, deadline: Option<Instant>) -> DynamoDbEventResponse {
+    pub async fn handle_counted(&self, event: Event, deadline: Option<Instant>) -> (DynamoDbEventResponse, Tally) {
         let mut response = DynamoDbEventResponse::default();
+        let mut tally = Tally::default();
         let budget = self.sink.record_budget();
         for (index, record) in event.records.iter().enumerate() {
             let out_of_time = deadline.is_some_and(|deadline| index > 0 && Instant::now() + budget > deadline);
             let result = if out_of_time { Err(Retry("deadline")) } else { self.process(record, deadline).await };
-            if let Err(Retry(reason)) = result {
-                if out_of_time {
-                    log_record(record, new_image(record).submission_id(), "defer", "retry", Some(reason), 0);
+            match result {
+                Ok((outcome, reason)) => tally.settled(outcome, reason),
+                Err(Retry(reason)) => {
+                    tally.retry(reason);
+                    if out_of_time {
+                        let seq = sequence_number(record);
+                        log_record(seq, new_image(record).submission_id(), "defer", "retry", Some(reason), 0);
+                    }
+                    let mut failure = DynamoDbBatchItemFailure::default();
+                    failure.item_identifier = record.change.sequence_number.clone();
+                    response.batch_item_failures.push(failure);
+                    break;
                 }
-                let mut failure = DynamoDbBatchItemFailure::default();
-                failure.item_identifier = record.change.sequence_number.clone();
-                response.batch_item_failures.push(failure);
-                break;
             }
         }
-        response
+        (response, tally)
     }
 
-    async fn process(&self, record: &EventRecord, deadline: Option<Instant>) -> Result<(), Retry> {
+    /// Settles the receipt `key` as its stream record would be: read consistently, then
+    /// decided and applied on the same path (same sink upsert, same conditional update). For
+    /// reconcile and redrive. `Ok` with the outcome and its reason, or `Err` with the reason
+    /// the receipt is left for a retry (it stays `RECEIVED`).
+    pub async fn settle_key(
+        &self,
+        key: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(&'static str, Option<&'static str>), &'static str> {
+        match self.receipts.get(key).await {
+            Ok(Some(item)) => self.settle("", "MODIFY", NewImage::Item(item), deadline).await.map_err(|Retry(r)| r),
+            Ok(None) => Ok(("receipt_gone", None)),
+            Err(error) => Err(error.0),
+        }
+    }
+
+    async fn process(
+        &self,
+        record: &EventRecord,
+        deadline: Option<Instant>,
+    ) -> Result<(&'static str, Option<&'static str>), Retry> {
+        let seq = sequence_number(record);
         let mut image = new_image(record);
         let key = match record.change.keys.get("pk") {
             Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
@@ -67,22 +106,34 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 Ok(Some(item)) => image = NewImage::Item(item),
                 Ok(None) => {
                     // Gone since (TTL): nothing is left to turn into a lead.
-                    log_record(record, submission_id_of_key(key), "skip", "receipt_gone", None, 1);
-                    return Ok(());
+                    log_record(seq, submission_id_of_key(key), "skip", "receipt_gone", None, 1);
+                    return Ok(("receipt_gone", None));
                 }
                 Err(error) => {
-                    log_record(record, submission_id_of_key(key), "fetch", "retry", Some(error.0), 1);
+                    log_record(seq, submission_id_of_key(key), "fetch", "retry", Some(error.0), 1);
                     return Err(Retry(error.0));
                 }
             }
         }
+        self.settle(seq, &record.event_name, image, deadline).await
+    }
+
+    /// Decides and applies one receipt image; `seq` is the record's sequence number for the
+    /// log (empty when the receipt was read by key).
+    async fn settle(
+        &self,
+        seq: &str,
+        event_name: &str,
+        image: NewImage,
+        deadline: Option<Instant>,
+    ) -> Result<(&'static str, Option<&'static str>), Retry> {
         let log = |submission_id, action, outcome, reason, attempt| {
-            log_record(record, submission_id, action, outcome, reason, attempt);
+            log_record(seq, submission_id, action, outcome, reason, attempt);
         };
-        match decide(&record.event_name, &image) {
+        match decide(event_name, &image) {
             RecordAction::Skip(reason) => {
                 log(image.submission_id(), "skip", reason, None, 1);
-                Ok(())
+                Ok((reason, None))
             }
             RecordAction::MissingImage => {
                 // No key either: nothing to read the receipt by.
@@ -96,7 +147,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                     Ok(outcome) => log(id, "poison", outcome, Some(reason), 1),
                     Err(why) => log(id, "poison", "retry", Some(why), 1),
                 }
-                outcome.map(|_| ()).map_err(Retry)
+                outcome.map(|outcome| (outcome, Some(reason))).map_err(Retry)
             }
             RecordAction::Apply { receipt, lead } => {
                 let id = Some(receipt.submission_id.as_str());
@@ -130,7 +181,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                         Ok(outcome) => log(id, "apply", outcome, why, attempt),
                         Err(reason) => log(id, "apply", "retry", Some(reason), attempt),
                     }
-                    return outcome.map(|_| ()).map_err(Retry);
+                    return outcome.map(|outcome| (outcome, why)).map_err(Retry);
                 }
             }
         }
@@ -193,18 +244,22 @@ fn new_image(record: &EventRecord) -> NewImage {
     })
 }
 
-/// Writes one log line for `record` to stdout (CloudWatch, in Lambda): identifiers, action,
-/// outcome and reason, never form contents.
+/// The record's sequence number, or empty.
+fn sequence_number(record: &EventRecord) -> &str {
+    record.change.sequence_number.as_deref().unwrap_or("")
+}
+
+/// Writes one log line to stdout (CloudWatch, in Lambda): the record's sequence number (empty
+/// for a receipt read by key), identifiers, action, outcome and reason, never form contents.
 #[allow(clippy::print_stdout)]
 fn log_record(
-    record: &EventRecord,
+    sequence_number: &str,
     submission_id: Option<&str>,
     action: &'static str,
     outcome: &'static str,
     reason: Option<&'static str>,
     attempt: u32,
 ) {
-    let sequence_number = record.change.sequence_number.as_deref().unwrap_or("");
     println!("{}", RecordLog { sequence_number, submission_id, action, outcome, reason, attempt }.to_json_line());
 }
 

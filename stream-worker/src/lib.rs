@@ -6,8 +6,13 @@
 //! (`shared::stream::decide`, `shared::lead`); this crate does the I/O. It never deletes or
 //! creates receipts, and it never writes a lead except through the sink's upsert.
 
+pub mod cli;
 pub mod config;
 pub mod handler;
+pub mod inventory;
+pub mod metrics;
+pub mod operate;
 pub mod poll;
 pub mod receipts;
+pub mod secrets;
 pub mod sink;

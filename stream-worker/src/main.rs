@@ -1,44 +1,158 @@
-//! `stream-worker`: the Lambda function (no arguments), or `stream-worker poll` for local runs.
+//! `stream-worker`: the Lambda function (no arguments; the reconcile function when Lambda's
+//! `_HANDLER` is `reconcile`), `poll` for local runs, and the operator's commands
+//! (`reconcile`, `receipts list|show|redrive`). `stream-worker --help` says how.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
-use anyhow::bail;
+use anyhow::{anyhow, bail};
 use aws_lambda_events::event::dynamodb::Event;
 use lambda_runtime::{service_fn, LambdaEvent};
+use shared::receipt::ReceiptStatus;
+use stream_worker::cli::{self, Command, RedriveTarget, USAGE};
 use stream_worker::config::Config;
 use stream_worker::handler::Handler;
+use stream_worker::metrics::now_millis;
+use stream_worker::operate;
 use stream_worker::poll::Poller;
 use stream_worker::receipts::DynamoReceipts;
 use stream_worker::sink::Sink;
 
-const USAGE: &str = "usage: stream-worker [poll]   (no argument: run as the Lambda function)";
+/// How old a receipt must be before the scheduled reconcile takes it, unless
+/// `RECONCILE_OLDER_THAN` says otherwise: well past the stream's normal delay, so reconcile
+/// does not race the stream for receipts it is about to process.
+const RECONCILE_OLDER_THAN: &str = "15m";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let poll = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] => false,
-        ["poll"] => true,
-        _ => bail!("{USAGE}"),
-    };
-    // Fail fast, before taking any work, with an error that names the variable.
-    let config = Config::load(|name| std::env::var(name).ok())?;
-    if !poll && matches!(config.sink, stream_worker::config::SinkConfig::Sqlite { .. }) {
-        // A SQLite file in Lambda lives in one execution environment's /tmp: every other
-        // environment, and the next cold start, would write leads somewhere else.
-        bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
+    if matches!(args.first().map(String::as_str), Some("--help" | "-h" | "help")) {
+        eprintln!("{USAGE}");
+        return Ok(());
     }
+    let command = cli::parse(&args).map_err(|why| anyhow!("{why}\n\n{USAGE}"))?;
     // Every DynamoDB call ends within its timeout, so a record's time can be budgeted.
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .operation_timeout(stream_worker::sink::DYNAMODB_OPERATION_TIMEOUT)
         .build();
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+
+    // Reading receipts needs only the table; everything else also needs the sink.
+    if let Command::List { .. } | Command::Show { .. } = command {
+        let table = std::env::var("RECEIPTS_TABLE").ok().filter(|t| !t.trim().is_empty());
+        let table = table.ok_or_else(|| anyhow!("RECEIPTS_TABLE: expected the receipts table's name"))?;
+        return inspect(command, &DynamoReceipts::new(dynamodb, table.trim())).await;
+    }
+    let secrets = match std::env::var(stream_worker::secrets::SINK_SECRET_ARN).ok().filter(|a| !a.is_empty()) {
+        Some(arn) => stream_worker::secrets::fetch(&aws, &arn).await?,
+        None => BTreeMap::new(),
+    };
+    // Fail fast, before taking any work, with an error that names the variable.
+    let config = Config::load(|name| secrets.get(name).cloned().or_else(|| std::env::var(name).ok()))?;
+    let lambda = command == Command::Lambda;
+    if lambda && matches!(config.sink, stream_worker::config::SinkConfig::Sqlite { .. }) {
+        // A SQLite file in Lambda lives in one execution environment's /tmp: every other
+        // environment, and the next cold start, would write leads somewhere else.
+        bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
+    }
     let sink = Sink::connect(&config.sink).await?;
-    // A misconfigured sink would fail every lead: refuse to start, saying what to fix. A sink
-    // that cannot be asked right now (or not within Lambda's init time) is no reason to stop.
+    check_sink(&sink).await?;
+    let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
+
+    match command {
+        Command::Lambda if std::env::var("_HANDLER").is_ok_and(|h| h == "reconcile") => {
+            reconcile_function(&handler).await
+        }
+        Command::Lambda => stream_function(&handler, &config.table).await,
+        Command::Poll => {
+            let poller = Poller {
+                dynamodb,
+                streams: aws_sdk_dynamodbstreams::Client::new(&aws),
+                table: config.table.clone(),
+                checkpoint: std::env::var("POLL_CHECKPOINT")
+                    .unwrap_or_else(|_| ".dev/stream-checkpoint.json".into())
+                    .into(),
+                retry_pause: Duration::from_secs(1),
+                iterators: Default::default(),
+            };
+            eprintln!("stream-worker: polling the stream of {}", config.table);
+            poller.run(&handler, Duration::from_millis(250), shutdown()).await
+        }
+        Command::Reconcile { older_than, scan, json } => {
+            let cutoff = shared::time::iso8601_millis(now_millis().saturating_sub(older_than.as_millis() as u64));
+            let report = operate::reconcile(&handler, &cutoff, scan, None, progress("reconcile")).await?;
+            print_out(if json { format!("{}\n", report.to_json()) } else { report.to_text() });
+            Ok(())
+        }
+        Command::Redrive { target, json } => {
+            let ids = match target {
+                RedriveTarget::One(id) => vec![id],
+                RedriveTarget::AllFailed => {
+                    let failed = handler.receipts.list(Some(ReceiptStatus::Failed), None).await?;
+                    failed
+                        .iter()
+                        .filter_map(|i| i.get("submissionId").and_then(|v| v.as_s()).map(str::to_owned))
+                        .collect()
+                }
+            };
+            let mut results = Vec::new();
+            let mut report = progress("redrive");
+            for (done, id) in ids.iter().enumerate() {
+                results.push(operate::redrive(&handler, id).await?);
+                report(done + 1, ids.len());
+            }
+            let text = if json {
+                format!("{}\n", serde_json::Value::Array(results.iter().map(operate::Redriven::to_json).collect()))
+            } else {
+                let mut text: String = results
+                    .iter()
+                    .map(|r| {
+                        format!("{}  {} -> {}{}\n", r.submission_id.escape_debug(), r.was, r.outcome, reason(r.reason))
+                    })
+                    .collect();
+                text.push_str(&format!("{} receipt(s) redriven\n", results.len()));
+                text
+            };
+            print_out(text);
+            Ok(())
+        }
+        Command::List { .. } | Command::Show { .. } => unreachable!("handled above"),
+    }
+}
+
+/// `receipts list` and `receipts show`.
+async fn inspect(command: Command, receipts: &DynamoReceipts) -> anyhow::Result<()> {
+    let text = match command {
+        Command::List { status, since, json } => {
+            let since = since.map(|s| s.cutoff(now_millis()));
+            let items = receipts.list(status, since.as_deref()).await?;
+            if json {
+                format!("{}\n", operate::list_json(&items))
+            } else {
+                operate::list_table(&items)
+            }
+        }
+        Command::Show { submission_id, payload, json } => {
+            let item = receipts.find(&shared::key::expected_key(&submission_id), &submission_id).await?;
+            let shown = operate::describe(&item, payload);
+            if json {
+                format!("{shown}\n")
+            } else {
+                operate::describe_text(&shown)
+            }
+        }
+        _ => unreachable!("only list and show read without a sink"),
+    };
+    print_out(text);
+    Ok(())
+}
+
+/// A misconfigured sink would fail every lead: refuse to start, saying what to fix. A sink
+/// that cannot be asked right now (or not within Lambda's init time) is no reason to stop.
+async fn check_sink(sink: &Sink) -> anyhow::Result<()> {
     let check = tokio::time::timeout(Duration::from_secs(4), sink.check_configuration()).await;
     match check {
         Ok(Ok(())) => {}
@@ -50,25 +164,11 @@ async fn main() -> anyhow::Result<()> {
         }
         Err(_) => eprintln!("stream-worker: the lead sink's configuration check took too long; starting anyway"),
     }
-    let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
+    Ok(())
+}
 
-    if poll {
-        let poller = Poller {
-            dynamodb,
-            streams: aws_sdk_dynamodbstreams::Client::new(&aws),
-            table: config.table.clone(),
-            checkpoint: std::env::var("POLL_CHECKPOINT")
-                .unwrap_or_else(|_| ".dev/stream-checkpoint.json".into())
-                .into(),
-            retry_pause: Duration::from_secs(1),
-            iterators: Default::default(),
-        };
-        eprintln!("stream-worker: polling the stream of {}", config.table);
-        return poller.run(&handler, Duration::from_millis(250), shutdown()).await;
-    }
-
-    let handler = &handler;
-    let table = config.table.as_str();
+/// The function behind the stream's event source mapping.
+async fn stream_function(handler: &Handler<Sink, DynamoReceipts>, table: &str) -> anyhow::Result<()> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
         let deadline = instant_of(event.context.deadline);
         // Records from another table's stream: the event source mapping is wrong. Fail the
@@ -86,7 +186,47 @@ async fn main() -> anyhow::Result<()> {
         Ok::<_, lambda_runtime::Error>(handler.handle(event.payload, Some(deadline)).await)
     }))
     .await
-    .map_err(|e| anyhow::anyhow!(e))
+    .map_err(|e| anyhow!(e))
+}
+
+/// The function the schedule invokes: one reconcile run within the invocation's time, its
+/// metrics as EMF lines, its report as the result.
+async fn reconcile_function(handler: &Handler<Sink, DynamoReceipts>) -> anyhow::Result<()> {
+    let age = std::env::var("RECONCILE_OLDER_THAN").unwrap_or_else(|_| RECONCILE_OLDER_THAN.into());
+    let older_than = cli::age(&age).map_err(|why| anyhow!("RECONCILE_OLDER_THAN: {why}"))?;
+    let scan = std::env::var("RECONCILE_SCAN").is_ok_and(|v| v == "true");
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
+        let deadline = instant_of(event.context.deadline);
+        let now = now_millis();
+        let cutoff = shared::time::iso8601_millis(now.saturating_sub(older_than.as_millis() as u64));
+        let report = operate::reconcile(handler, &cutoff, scan, Some(deadline), |_, _| {}).await.map_err(|e| {
+            eprintln!("stream-worker: reconcile failed: {e}");
+            lambda_runtime::Error::from(e.to_string())
+        })?;
+        print_out(report.emf_lines(now).iter().map(|l| format!("{l}\n")).collect());
+        Ok::<_, lambda_runtime::Error>(report.to_json())
+    }))
+    .await
+    .map_err(|e| anyhow!(e))
+}
+
+/// Progress on stderr for long runs: every 100 receipts and at the end.
+fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+    move |done, total| {
+        if total >= 100 && (done % 100 == 0 || done == total) {
+            eprintln!("{what}: {done} of {total}");
+        }
+    }
+}
+
+fn reason(reason: Option<&str>) -> String {
+    reason.map(|r| format!(" ({r})")).unwrap_or_default()
+}
+
+/// The command's result, on stdout.
+#[allow(clippy::print_stdout)]
+fn print_out(text: String) {
+    print!("{text}");
 }
 
 /// Lambda gives the deadline in epoch milliseconds; the handler measures with `Instant`.

@@ -51,8 +51,8 @@ pub trait ReceiptStore {
 
 /// Receipts in a DynamoDB table.
 pub struct DynamoReceipts {
-    client: aws_sdk_dynamodb::Client,
-    table: String,
+    pub(crate) client: aws_sdk_dynamodb::Client,
+    pub(crate) table: String,
 }
 
 impl DynamoReceipts {
@@ -105,6 +105,9 @@ impl ReceiptStore for DynamoReceipts {
             expression.push_str(", failureReason = :reason");
             update = update.expression_attribute_values(":reason", s(reason));
         }
+        // Out of the index of waiting receipts (reconcile's), in the same write.
+        expression.push_str(" REMOVE ");
+        expression.push_str(shared::receipt::PENDING_SHARD);
         let update = update.return_values_on_condition_check_failure(
             aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
         );
@@ -133,7 +136,7 @@ impl ReceiptStore for DynamoReceipts {
 
 /// An SDK attribute value in the core's types (values of types the SDK adds later read as
 /// `NULL`; receipts hold none).
-fn from_sdk(value: AttributeValue) -> Value {
+pub(crate) fn from_sdk(value: AttributeValue) -> Value {
     match value {
         AttributeValue::S(s) => Value::S(s),
         AttributeValue::N(n) => Value::N(n),

@@ -369,3 +369,41 @@ fn records_must_come_from_the_receipts_tables_stream() {
         assert!(is_stream_of(record.event_source_arn.as_deref().unwrap(), "receipts"));
     }
 }
+
+#[tokio::test]
+async fn a_batch_is_counted_by_outcome_and_reason() {
+    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
+    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
+    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    handler.sink.fail("sub_2", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
+    handler.sink.fail("sub_4", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000204"]);
+    assert_eq!((tally.written, tally.absorbed, tally.skipped), (2, 0, 0));
+    assert_eq!(tally.failed, [("sink_rejected", 1)].into());
+    assert_eq!(tally.retried, [("sink_unavailable", 1)].into());
+    // Again, the sink now healthy: the three finished receipts are absorbed, the rest written.
+    *handler.sink.fail.lock().unwrap() = BTreeMap::new();
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!((tally.written, tally.absorbed), (2, 3));
+    assert!(tally.failed.is_empty() && tally.retried.is_empty());
+}
+
+#[tokio::test]
+async fn a_receipt_is_settled_by_key_on_the_same_path() {
+    let receipts = MemoryReceipts::with(&[(&key("sub_1"), AT)]);
+    let insert = event("insert.json");
+    let item: shared::dynamo::Item = shared::dynamo::item_from_wire(
+        &shared::json::parse(&serde_json::to_vec(&insert.records[0].change.new_image).unwrap()).unwrap(),
+    )
+    .unwrap();
+    receipts.1.lock().unwrap().insert(key("sub_1"), item);
+    let handler = Handler { sink: MemorySink::default(), receipts };
+    assert_eq!(handler.settle_key(&key("sub_1"), None).await, Ok(("completed", None)));
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+    // No receipt by that key: nothing to do.
+    assert_eq!(handler.settle_key(&key("sub_9"), None).await, Ok(("receipt_gone", None)));
+    assert_eq!(handler.sink.upserts.lock().unwrap().len(), 1);
+}

@@ -1,0 +1,223 @@
+//! The receipts table as an operator sees it: the waiting receipts (from the sparse `pending`
+//! index), a filtered listing, one receipt by submission ID, and reopening a `FAILED` one.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use shared::dynamo::Item;
+use shared::receipt::{pending_shard, ReceiptStatus, PENDING_INDEX, PENDING_SHARD, PENDING_SHARDS};
+
+use crate::receipts::{from_sdk, DynamoReceipts};
+
+/// Why an operator command could not do its work. Messages name the table and what to check,
+/// never a credential or form content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OperateError {
+    /// The table (or its `pending` index) does not exist where the SDK looked.
+    NoSuchTable { table: String },
+    /// The credentials were refused, or they may not do this on the table.
+    AccessDenied { table: String, code: String },
+    /// No receipt for this submission ID.
+    UnknownSubmission { submission_id: String },
+    /// The store could not be reached, or answered with another error.
+    Store { code: String },
+}
+
+impl fmt::Display for OperateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OperateError::NoSuchTable { table } => write!(
+                f,
+                "table {table:?} (or its {PENDING_INDEX:?} index) was not found: check RECEIPTS_TABLE and AWS_REGION"
+            ),
+            OperateError::AccessDenied { table, code } => {
+                write!(f, "the AWS credentials may not do this on table {table:?} ({code})")
+            }
+            OperateError::UnknownSubmission { submission_id } => {
+                write!(f, "no receipt for submission ID {submission_id:?}")
+            }
+            OperateError::Store { code } => write!(f, "the store did not answer as expected ({code})"),
+        }
+    }
+}
+
+impl std::error::Error for OperateError {}
+
+/// Maps an SDK error to what the operator must do about it.
+fn operate_error<E, R>(table: &str, error: &SdkError<E, R>) -> OperateError
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    let code = match error.as_service_error() {
+        Some(service) => service.code().unwrap_or("unknown").to_owned(),
+        None => return OperateError::Store { code: "unreachable".into() },
+    };
+    match code.as_str() {
+        "ResourceNotFoundException" => OperateError::NoSuchTable { table: table.to_owned() },
+        "AccessDeniedException"
+        | "UnrecognizedClientException"
+        | "InvalidSignatureException"
+        | "ExpiredTokenException"
+        | "MissingAuthenticationTokenException" => OperateError::AccessDenied { table: table.to_owned(), code },
+        _ => OperateError::Store { code },
+    }
+}
+
+/// A page's continuation (DynamoDB's `LastEvaluatedKey`).
+type PageKey = Option<HashMap<String, AttributeValue>>;
+
+/// What [`DynamoReceipts::list`] returns for one receipt: everything but the payload.
+pub const LISTED: &str =
+    "pk, submissionId, #status, receivedAt, completedAt, failedAt, failureReason, requestId, redrivenAt";
+
+impl DynamoReceipts {
+    /// Keys of receipts still `RECEIVED` with `receivedAt` before `cutoff` (ISO-8601), from the
+    /// sparse index: one query per shard, paged, reading only the index's keys.
+    pub async fn overdue(&self, cutoff: &str) -> Result<Vec<String>, OperateError> {
+        let mut keys = Vec::new();
+        for shard in 0..PENDING_SHARDS {
+            let shard = format!("{shard:x}");
+            let mut start: PageKey = None;
+            loop {
+                let page = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(PENDING_INDEX)
+                    .key_condition_expression("#shard = :shard AND receivedAt < :cutoff")
+                    .expression_attribute_names("#shard", PENDING_SHARD)
+                    .expression_attribute_values(":shard", AttributeValue::S(shard.clone()))
+                    .expression_attribute_values(":cutoff", AttributeValue::S(cutoff.to_owned()))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(|e| operate_error(&self.table, &e))?;
+                keys.extend(page.items().iter().filter_map(|item| match item.get("pk") {
+                    Some(AttributeValue::S(key)) => Some(key.clone()),
+                    _ => None,
+                }));
+                start = page.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Keys of receipts still `RECEIVED` before `cutoff`, by reading the whole table: for
+    /// receipts written before the `pending` index existed. Costs a read of every item.
+    pub async fn overdue_by_scan(&self, cutoff: &str) -> Result<Vec<String>, OperateError> {
+        let items = self.scan(Some(ReceiptStatus::Received), None, Some(cutoff), "pk").await?;
+        Ok(items.iter().filter_map(|item| item.get("pk").and_then(|v| v.as_s()).map(str::to_owned)).collect())
+    }
+
+    /// Receipts (without their payloads) with `status` and received at or after `since`,
+    /// oldest first. A scan: it reads the whole table.
+    pub async fn list(&self, status: Option<ReceiptStatus>, since: Option<&str>) -> Result<Vec<Item>, OperateError> {
+        let mut items = self.scan(status, since, None, LISTED).await?;
+        items.sort_by(|a, b| {
+            let at = |i: &Item| i.get("receivedAt").and_then(|v| v.as_s()).map(str::to_owned);
+            at(a).cmp(&at(b))
+        });
+        Ok(items)
+    }
+
+    async fn scan(
+        &self,
+        status: Option<ReceiptStatus>,
+        since: Option<&str>,
+        before: Option<&str>,
+        projection: &str,
+    ) -> Result<Vec<Item>, OperateError> {
+        let mut filters = Vec::new();
+        let mut request = self.client.scan().table_name(&self.table).projection_expression(projection);
+        if let Some(status) = status {
+            filters.push("#status = :status");
+            request = request.expression_attribute_values(":status", AttributeValue::S(status.as_str().into()));
+        }
+        if let Some(since) = since {
+            filters.push("receivedAt >= :since");
+            request = request.expression_attribute_values(":since", AttributeValue::S(since.into()));
+        }
+        if let Some(before) = before {
+            filters.push("receivedAt < :before");
+            request = request.expression_attribute_values(":before", AttributeValue::S(before.into()));
+        }
+        if projection.contains("#status") || status.is_some() {
+            request = request.expression_attribute_names("#status", "status");
+        }
+        if !filters.is_empty() {
+            request = request.filter_expression(filters.join(" AND "));
+        }
+        let mut items = Vec::new();
+        let mut start: PageKey = None;
+        loop {
+            let page = request
+                .clone()
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| operate_error(&self.table, &e))?;
+            items.extend(
+                page.items
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|i| i.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()),
+            );
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// The receipt `key` as stored now, or [`OperateError::UnknownSubmission`].
+    pub async fn find(&self, key: &str, submission_id: &str) -> Result<Item, OperateError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| operate_error(&self.table, &e))?;
+        match output.item {
+            Some(item) => Ok(item.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()),
+            None => Err(OperateError::UnknownSubmission { submission_id: submission_id.to_owned() }),
+        }
+    }
+
+    /// Moves the `FAILED` receipt `key` (the one received at `received_at`) back to
+    /// `RECEIVED`, into the `pending` index, noting `redrivenAt`. `Ok(false)` when it is no
+    /// longer that `FAILED` receipt (redriven or replaced meanwhile): nothing was written.
+    pub async fn reopen(&self, key: &str, received_at: &str, now: &str) -> Result<bool, OperateError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(key))
+            .condition_expression("attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed")
+            .update_expression(
+                "SET #status = :received, #shard = :shard, redrivenAt = :now REMOVE failedAt, failureReason",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#shard", PENDING_SHARD)
+            .expression_attribute_values(":receivedAt", s(received_at))
+            .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
+            .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
+            .expression_attribute_values(":shard", s(&pending_shard(key)))
+            .expression_attribute_values(":now", s(now));
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(false)
+            }
+            Err(error) => Err(operate_error(&self.table, &error)),
+        }
+    }
+}

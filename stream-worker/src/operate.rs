@@ -1,0 +1,330 @@
+//! The operator's commands over the receipts table: reconcile the receipts the stream left
+//! behind, and list, show or redrive receipts. Every receipt that is worked on goes through the
+//! handler's own path (same sink upsert, same conditional update), so running a command twice,
+//! or while the stream is running, changes nothing that is already done.
+
+use serde_json::{json, Value};
+use shared::dynamo::Item;
+use shared::key::expected_key;
+use shared::lead::lead_from_receipt;
+use shared::receipt::{Receipt, ReceiptStatus};
+use shared::time::iso8601_millis;
+use tokio::time::Instant;
+
+use crate::handler::Handler;
+use crate::inventory::OperateError;
+use crate::metrics::{now_millis, Tally, SERVICE};
+use crate::receipts::DynamoReceipts;
+use crate::sink::LeadSink;
+
+/// What one reconcile run found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Receipts still `RECEIVED` and older than the threshold when the run began.
+    pub overdue: u64,
+    /// What settling them did (completed, failed, already finished, retried).
+    pub tally: Tally,
+    /// Overdue receipts not reached before the invocation's deadline (the next run takes them).
+    pub not_reached: u64,
+}
+
+impl ReconcileReport {
+    /// Receipts the run left waiting: retried ones and ones it did not reach.
+    pub fn still_waiting(&self) -> u64 {
+        self.tally.retried_total() + self.not_reached
+    }
+
+    /// The report for scripts.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "overdue": self.overdue,
+            "completed": self.tally.written,
+            "failed": self.tally.failed_total(),
+            "alreadyFinished": self.tally.absorbed,
+            "skipped": self.tally.skipped,
+            "retryLater": self.tally.retried_total(),
+            "notReached": self.not_reached,
+            "stillWaiting": self.still_waiting(),
+        })
+    }
+
+    /// The report for people: one count per line.
+    pub fn to_text(&self) -> String {
+        let Value::Object(fields) = self.to_json() else { return String::new() };
+        fields.iter().map(|(name, n)| format!("{name:>16}  {n}\n")).collect()
+    }
+
+    /// EMF lines: `ReceiptsOverdue`, `ReceiptsReconciled`, `ReceiptsWaiting` (the alarm's), then
+    /// the tally's own lines.
+    pub fn emf_lines(&self, timestamp_ms: u64) -> Vec<String> {
+        use shared::metrics::{emf_line, Metric, Unit};
+        let count = |name, value| Metric { name, unit: Unit::Count, value };
+        let mut lines = vec![emf_line(
+            timestamp_ms,
+            &[("service", SERVICE)],
+            &[
+                count("ReceiptsOverdue", self.overdue),
+                count("ReceiptsReconciled", self.tally.written),
+                count("ReceiptsWaiting", self.still_waiting()),
+            ],
+        )];
+        lines.extend(self.tally.emf_lines(timestamp_ms));
+        lines
+    }
+}
+
+/// Settles every receipt still `RECEIVED` whose `receivedAt` is before `cutoff` (ISO-8601):
+/// found through the sparse `pending` index, or with `scan` by reading the whole table (for
+/// receipts written before the index existed). Stops starting receipts when `deadline` would
+/// not cover one more. `progress(done, total)` is called after each receipt.
+pub async fn reconcile<S: LeadSink + Sync>(
+    handler: &Handler<S, DynamoReceipts>,
+    cutoff: &str,
+    scan: bool,
+    deadline: Option<Instant>,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<ReconcileReport, OperateError> {
+    let keys =
+        if scan { handler.receipts.overdue_by_scan(cutoff).await? } else { handler.receipts.overdue(cutoff).await? };
+    let mut report = ReconcileReport { overdue: keys.len() as u64, ..ReconcileReport::default() };
+    let budget = handler.sink.record_budget();
+    for (done, key) in keys.iter().enumerate() {
+        if deadline.is_some_and(|deadline| Instant::now() + budget > deadline) {
+            report.not_reached = (keys.len() - done) as u64;
+            break;
+        }
+        match handler.settle_key(key, deadline).await {
+            Ok((outcome, reason)) => report.tally.settled(outcome, reason),
+            Err(reason) => report.tally.retry(reason),
+        }
+        progress(done + 1, keys.len());
+    }
+    Ok(report)
+}
+
+/// What redriving one receipt did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redriven {
+    pub submission_id: String,
+    /// Its status before.
+    pub was: String,
+    /// `completed`, `failed`, `already_completed`, `changed_meanwhile`, `retry_later`, ...
+    pub outcome: &'static str,
+    pub reason: Option<&'static str>,
+}
+
+impl Redriven {
+    pub fn to_json(&self) -> Value {
+        json!({"submissionId": self.submission_id, "was": self.was, "outcome": self.outcome, "reason": self.reason})
+    }
+}
+
+/// Reprocesses the receipt of `submission_id`: a `FAILED` one is moved back to `RECEIVED`
+/// (conditionally, so two redrives do not both reopen it) and settled on the handler's path; a
+/// `RECEIVED` one is settled; a `COMPLETED` one is left alone.
+pub async fn redrive<S: LeadSink + Sync>(
+    handler: &Handler<S, DynamoReceipts>,
+    submission_id: &str,
+) -> Result<Redriven, OperateError> {
+    let key = expected_key(submission_id);
+    let item = handler.receipts.find(&key, submission_id).await?;
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("").to_owned();
+    let was = text("status");
+    let done =
+        |outcome, reason| Redriven { submission_id: submission_id.to_owned(), was: was.clone(), outcome, reason };
+    match ReceiptStatus::parse(&was) {
+        Some(ReceiptStatus::Completed) => return Ok(done("already_completed", None)),
+        Some(ReceiptStatus::Failed) => {
+            let now = iso8601_millis(now_millis());
+            if !handler.receipts.reopen(&key, &text("receivedAt"), &now).await? {
+                return Ok(done("changed_meanwhile", None));
+            }
+        }
+        Some(ReceiptStatus::Received) | None => {}
+    }
+    Ok(match handler.settle_key(&key, None).await {
+        Ok((outcome, reason)) => done(outcome, reason),
+        Err(reason) => done("retry_later", Some(reason)),
+    })
+}
+
+/// One receipt as `receipts show` prints it: identifiers, status, times, failure reason and
+/// the lead's key; the form's contents only when `payload` is asked for.
+pub fn describe(item: &Item, payload: bool) -> Value {
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
+    let receipt = Receipt::from_item(item);
+    let lead_key = receipt.as_ref().ok().and_then(|r| lead_from_receipt(r).ok()).map(|lead| lead.external_id);
+    let mut shown = json!({
+        "submissionId": text("submissionId"),
+        "key": text("pk"),
+        "status": text("status"),
+        "receivedAt": text("receivedAt"),
+        "completedAt": text("completedAt"),
+        "failedAt": text("failedAt"),
+        "failureReason": text("failureReason"),
+        "redrivenAt": text("redrivenAt"),
+        "requestId": text("requestId"),
+        "fingerprint": text("fingerprint"),
+        "expiresAt": item.get("expiresAt").and_then(|v| v.as_n()).and_then(|n| n.parse::<i64>().ok()),
+        "leadKey": lead_key,
+        "readable": receipt.is_ok(),
+    });
+    if payload {
+        shown["payload"] =
+            receipt.ok().and_then(|r| serde_json::from_str(&r.payload.to_text()).ok()).unwrap_or(Value::Null);
+    }
+    shown
+}
+
+/// `describe`'s fields as `name  value` lines (absent ones left out).
+pub fn describe_text(shown: &Value) -> String {
+    let Value::Object(fields) = shown else { return String::new() };
+    let mut out = String::new();
+    for (name, value) in fields {
+        let value = match value {
+            Value::Null => continue,
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.push_str(&format!("{name:>14}  {value}\n"));
+    }
+    out
+}
+
+/// Listed receipts as a table: submission ID, status, received, finished, reason.
+pub fn list_table(items: &[Item]) -> String {
+    let text = |item: &Item, name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("-").to_owned();
+    let mut rows = vec![[
+        "SUBMISSION ID".to_owned(),
+        "STATUS".to_owned(),
+        "RECEIVED AT".to_owned(),
+        "FINISHED AT".to_owned(),
+        "REASON".to_owned(),
+    ]];
+    for item in items {
+        let finished = item.get("completedAt").or(item.get("failedAt")).and_then(|v| v.as_s()).unwrap_or("-");
+        rows.push([
+            shorten(&text(item, "submissionId"), 40),
+            text(item, "status"),
+            text(item, "receivedAt"),
+            finished.to_owned(),
+            text(item, "failureReason"),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&format!("{} receipt(s)\n", items.len()));
+    out
+}
+
+/// Listed receipts for scripts.
+pub fn list_json(items: &[Item]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|item| {
+                let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
+                json!({
+                    "submissionId": text("submissionId"),
+                    "status": text("status"),
+                    "receivedAt": text("receivedAt"),
+                    "completedAt": text("completedAt"),
+                    "failedAt": text("failedAt"),
+                    "failureReason": text("failureReason"),
+                    "redrivenAt": text("redrivenAt"),
+                    "requestId": text("requestId"),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `text` cut to `max` characters, escaped so a table stays one line per receipt.
+fn shorten(text: &str, max: usize) -> String {
+    let escaped: String = text.escape_debug().collect();
+    if escaped.chars().count() <= max {
+        return escaped;
+    }
+    let mut cut: String = escaped.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::dynamo::AttributeValue;
+
+    fn item(id: &str, status: &str, reason: Option<&str>) -> Item {
+        let mut item = Item::new();
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        item.insert("pk".into(), s(&expected_key(id)));
+        item.insert("submissionId".into(), s(id));
+        item.insert("status".into(), s(status));
+        item.insert("receivedAt".into(), s("2026-11-30T06:21:53.123Z"));
+        if let Some(reason) = reason {
+            item.insert("failedAt".into(), s("2026-11-30T06:22:00.000Z"));
+            item.insert("failureReason".into(), s(reason));
+        }
+        item
+    }
+
+    #[test]
+    fn a_listing_is_a_table_and_json() {
+        let items = [
+            item("sub_1", "COMPLETED", None),
+            item(&format!("sub_\t{}", "x".repeat(60)), "FAILED", Some("missing_email")),
+        ];
+        let table = list_table(&items);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 4, "{table}");
+        assert!(lines[0].starts_with("SUBMISSION ID"));
+        assert!(lines[1].starts_with("sub_1") && lines[1].contains("COMPLETED"), "{table}");
+        assert!(lines[2].starts_with("sub_\\tx") && lines[2].contains('…') && lines[2].ends_with("missing_email"));
+        assert_eq!(lines[3], "2 receipt(s)");
+        let json = list_json(&items);
+        assert_eq!(json[1]["failureReason"], "missing_email");
+        assert_eq!(json[0]["completedAt"], Value::Null);
+    }
+
+    #[test]
+    fn show_leaves_the_form_out_unless_asked() {
+        let envelope =
+            shared::envelope::parse_envelope(include_bytes!("../../shared/tests/fixtures/delivery.json")).unwrap();
+        let receipt = Receipt::new(&envelope, expected_key(&envelope.submission_id), "req-1", 1_796_019_713_123, 30);
+        let shown = describe(&receipt.to_item(), false);
+        assert_eq!(shown["status"], "RECEIVED");
+        assert_eq!(shown["leadKey"], envelope.submission_id.as_str());
+        assert_eq!(shown["readable"], true);
+        let text = describe_text(&shown);
+        assert!(!text.contains("ada@example.com") && !text.contains("Lovelace"), "{text}");
+        assert!(text.contains("submissionId  sub_8fK2qLw9Xc"), "{text}");
+        let with_payload = describe(&receipt.to_item(), true);
+        assert_eq!(with_payload["payload"]["data"]["formData"]["email"], "ada@example.com");
+    }
+
+    #[test]
+    fn a_report_counts_what_is_still_waiting() {
+        let mut report = ReconcileReport { overdue: 5, not_reached: 1, ..Default::default() };
+        report.tally.settled("completed", None);
+        report.tally.settled("not_received", None);
+        report.tally.retry("sink_unavailable");
+        report.tally.settled("failed", Some("missing_email"));
+        assert_eq!(report.still_waiting(), 2);
+        let json = report.to_json();
+        assert_eq!(
+            (json["completed"].as_u64(), json["skipped"].as_u64(), json["failed"].as_u64()),
+            (Some(1), Some(1), Some(1))
+        );
+        let lines = report.emf_lines(7);
+        let first: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!((first["ReceiptsOverdue"].as_u64(), first["ReceiptsWaiting"].as_u64()), (Some(5), Some(2)));
+        assert_eq!(first["ReceiptsReconciled"], 1);
+        assert!(report.to_text().contains("stillWaiting  2"), "{}", report.to_text());
+    }
+}
