@@ -85,10 +85,12 @@ ACCESS_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$key_x
 SECRET_ACCESS_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$key_xml")
 [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] || die "could not create an IAM access key"
 
-# The table, as production has it: key pk, stream with images, TTL on expiresAt (idempotent).
-created=$(ddb CreateTable "{\"TableName\":\"$TABLE\",\"AttributeDefinitions\":[{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"}],
-  \"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\",
-  \"StreamSpecification\":{\"StreamEnabled\":true,\"StreamViewType\":\"NEW_AND_OLD_IMAGES\"}}")
+# The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
+# sparse pending index), TTL on expiresAt (idempotent).
+created=$(ddb CreateTable "$(TABLE="$TABLE" python3 -c 'import json, os, sys
+table = json.load(open("deploy/receipts-table.json"))
+table["TableName"] = os.environ["TABLE"]
+print(json.dumps(table))')")
 case "$created" in *TableDescription*|*ResourceInUseException*) ;; *) die "CreateTable failed: $created" ;; esac
 ddb UpdateTimeToLive "{\"TableName\":\"$TABLE\",\"TimeToLiveSpecification\":{\"Enabled\":true,\"AttributeName\":\"expiresAt\"}}" >/dev/null
 

@@ -249,9 +249,9 @@ fn sequence_number(record: &EventRecord) -> &str {
     record.change.sequence_number.as_deref().unwrap_or("")
 }
 
-/// Writes one log line to stdout (CloudWatch, in Lambda): the record's sequence number (empty
-/// for a receipt read by key), identifiers, action, outcome and reason, never form contents.
-#[allow(clippy::print_stdout)]
+/// Writes one log line to stderr (CloudWatch, in Lambda; stdout stays the operator commands'
+/// result): the record's sequence number (empty for a receipt read by key), identifiers,
+/// action, outcome and reason, never form contents.
 fn log_record(
     sequence_number: &str,
     submission_id: Option<&str>,
@@ -260,7 +260,7 @@ fn log_record(
     reason: Option<&'static str>,
     attempt: u32,
 ) {
-    println!("{}", RecordLog { sequence_number, submission_id, action, outcome, reason, attempt }.to_json_line());
+    eprintln!("{}", RecordLog { sequence_number, submission_id, action, outcome, reason, attempt }.to_json_line());
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 use tests::aws::put_item;
 use tests::ministack::Ministack;
 use tests::postgres::Postgres;
+use tests::repo_root;
 use tests::stub_http::{StubResponse, StubServer};
 use tests::TempDir;
-use tests::{repo_root, wait_until};
 
 const TABLE: &str = "receipts";
 
@@ -60,6 +60,9 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     });
 
     let postgres = Postgres::start();
+    // The database URL (which holds a password) comes from Secrets Manager, not the environment.
+    let secret = store.create_secret("stream-worker/sink", &json!({"LEAD_SINK": postgres.url()}).to_string());
+    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
     let mut child = Command::new(&binary)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -71,17 +74,23 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
         .env("AWS_ACCESS_KEY_ID", &key.id)
         .env("AWS_SECRET_ACCESS_KEY", &key.secret)
+        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", store.endpoint())
         .env("RECEIPTS_TABLE", TABLE)
-        .env("LEAD_SINK", postgres.url())
+        .env("SINK_SECRET_ARN", &secret)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the invocation's response", 30, || !responses.lock().unwrap().is_empty());
+    let answered = (0..300).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        !responses.lock().unwrap().is_empty() || child.try_wait().ok().flatten().is_some()
+    });
     let _ = child.kill();
     let output = child.wait_with_output().unwrap();
-    let logs = String::from_utf8_lossy(&output.stdout);
+    let logs = String::from_utf8_lossy(&output.stderr);
+    let metrics_lines = String::from_utf8_lossy(&output.stdout);
+    assert!(answered && !responses.lock().unwrap().is_empty(), "no invocation response; stderr: {logs}");
 
     let responses = responses.lock().unwrap();
     assert_eq!(responses[0].0, "/2018-06-01/runtime/invocation/invocation-1/response", "{responses:?}");
@@ -97,6 +106,22 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     assert_eq!(receipt["status"]["S"], "COMPLETED");
     assert!(logs.contains(r#""submissionId":"sub_1","action":"apply","outcome":"completed""#), "{logs}");
     assert!(!logs.contains("ada@example.com"), "no form contents in the logs");
+    // The batch's metrics, as Embedded Metric Format lines.
+    let metrics: Vec<Value> =
+        metrics_lines.lines().filter(|l| l.contains("\"_aws\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(metrics.len(), 1, "{metrics_lines}");
+    let directive = &metrics[0]["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(directive["Namespace"], "WebhookReceiver");
+    assert_eq!(directive["Dimensions"], json!([["service"]]));
+    let names: Vec<&str> =
+        directive["Metrics"].as_array().unwrap().iter().map(|m| m["Name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["LeadsWritten", "DuplicatesAbsorbed", "LeadsFailed", "RecordsRetried"]);
+    for name in names {
+        assert!(metrics[0][name].is_u64(), "{name} has a value: {}", metrics[0]);
+    }
+    assert_eq!(metrics[0]["LeadsWritten"], 1);
+    assert_eq!(metrics[0]["service"], "stream-worker");
+    assert!(metrics[0]["_aws"]["Timestamp"].as_u64().is_some_and(|t| t > 1_700_000_000_000));
 }
 
 #[test]

@@ -4,5 +4,6 @@
 
 mod edge_receiver;
 mod lambda_mode;
+mod operate;
 mod stream_worker;
 mod whole_path;

@@ -1,4 +1,5 @@
-//! A private ministack (DynamoDB, Streams, IAM; SigV4 checked) per test, on its own port.
+//! A private ministack (DynamoDB, Streams, IAM, Secrets Manager; SigV4 checked) per test, on its
+//! own port.
 
 use std::process::{Child, Command, Stdio};
 
@@ -6,6 +7,9 @@ use serde_json::{json, Value};
 
 use crate::http::{send, Answer};
 use crate::{free_port, repo_root, wait_until, TempDir};
+
+/// The receipts table's definition, shared with `scripts/dev.sh`.
+pub const RECEIPTS_TABLE: &str = include_str!("../../deploy/receipts-table.json");
 
 /// A running ministack, stopped by PID on drop.
 pub struct Ministack {
@@ -34,7 +38,7 @@ impl Ministack {
             .env("AUTH", "true")
             .env("BIND_HOST", "127.0.0.1")
             .env("GATEWAY_PORT", port.to_string())
-            .env("SERVICES", "dynamodb,dynamodbstreams,iam")
+            .env("SERVICES", "dynamodb,dynamodbstreams,iam,secretsmanager")
             .env("TMPDIR", &dir.0)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -77,23 +81,23 @@ impl Ministack {
         answer.json()
     }
 
-    /// Creates a receipts table like production's: key `pk`, stream with new and old images,
-    /// TTL on `expiresAt`.
+    /// Creates a receipts table like production's (`deploy/receipts-table.json`, which the
+    /// template test holds equal to `template.yaml`): key `pk`, stream with new and old images,
+    /// the sparse `pending` index, TTL on `expiresAt`.
     pub fn create_receipts_table(&self, name: &str) {
-        self.ok(
-            "DynamoDB_20120810.CreateTable",
-            &json!({
-                "TableName": name,
-                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-                "BillingMode": "PAY_PER_REQUEST",
-                "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES"}
-            }),
-        );
+        let mut table: Value = serde_json::from_str(RECEIPTS_TABLE).expect("deploy/receipts-table.json is JSON");
+        table["TableName"] = json!(name);
+        self.ok("DynamoDB_20120810.CreateTable", &table);
         self.ok(
             "DynamoDB_20120810.UpdateTimeToLive",
             &json!({"TableName": name, "TimeToLiveSpecification": {"Enabled": true, "AttributeName": "expiresAt"}}),
         );
+    }
+
+    /// Creates a Secrets Manager secret holding `text`; returns its ARN.
+    pub fn create_secret(&self, name: &str, text: &str) -> String {
+        let answer = self.ok("secretsmanager.CreateSecret", &json!({"Name": name, "SecretString": text}));
+        answer["ARN"].as_str().expect("CreateSecret answers with an ARN").to_owned()
     }
 
     /// Every item in `table`, in DynamoDB JSON.
@@ -119,6 +123,17 @@ impl Ministack {
         self.iam(&[("Action", "PutUserPolicy"), ("UserName", user), ("PolicyName", "ddb"), ("PolicyDocument", policy)]);
         let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
         AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    }
+
+    /// Adds an inline policy `name` to `user` allowing `action` on `resource`.
+    pub fn allow(&self, user: &str, name: &str, action: &str, resource: &str) {
+        let policy = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]});
+        self.iam(&[
+            ("Action", "PutUserPolicy"),
+            ("UserName", user),
+            ("PolicyName", name),
+            ("PolicyDocument", &policy.to_string()),
+        ]);
     }
 
     fn iam(&self, params: &[(&str, &str)]) -> String {

@@ -1,0 +1,246 @@
+//! The operator's commands, run as the built binary against ministack (SigV4 checked) with a
+//! SQLite sink: `reconcile` settles receipts the stream never delivered, `receipts list | show
+//! | redrive` read and repair them, and mistakes get errors that say what to check.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use shared::lead::Lead;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::sink::{LeadSink, Sink, SinkError};
+use tests::aws::{put_item, receipt, sdk_config};
+use tests::delivery;
+use tests::ministack::{AccessKey, Ministack};
+use tests::worker::{self, sqlite_leads};
+use tests::{repo_root, TempDir};
+
+const TABLE: &str = "receipts";
+
+struct World {
+    store: Ministack,
+    key: AccessKey,
+    dir: TempDir,
+}
+
+fn world() -> World {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("operator");
+    World { store, key, dir: TempDir::new("operate") }
+}
+
+impl World {
+    /// Stores a receipt for `id` as the edge would, received `age_ms` ago.
+    fn deliver(&self, id: &str, age_ms: u64) {
+        let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now_millis() - age_ms);
+        put_item(&self.store, TABLE, &receipt.to_item());
+    }
+
+    fn leads_db(&self) -> std::path::PathBuf {
+        self.dir.0.join("leads.db")
+    }
+
+    /// Runs `stream-worker <args>` with the store, the IAM key and the SQLite sink.
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let binary = repo_root().join("target/debug/stream-worker");
+        assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first", binary.display());
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL_DYNAMODB", self.store.endpoint())
+            .env("AWS_ACCESS_KEY_ID", &self.key.id)
+            .env("AWS_SECRET_ACCESS_KEY", &self.key.secret)
+            .env("RECEIPTS_TABLE", TABLE)
+            .env("LEAD_SINK", format!("sqlite://{}", self.leads_db().display()))
+            .stdin(Stdio::null());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().unwrap()
+    }
+
+    /// Runs and parses stdout as JSON; panics (with stderr) unless the command succeeded.
+    fn json(&self, args: &[&str]) -> Value {
+        let output = self.run(args);
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", output.stdout))
+    }
+
+    fn status(&self, id: &str) -> String {
+        self.store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned()
+    }
+
+    fn leads(&self) -> Vec<(String, String, i64)> {
+        sqlite_leads(&self.leads_db())
+    }
+}
+
+fn now_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn lead(id: &str, count: i64) -> (String, String, i64) {
+    (id.to_owned(), delivery::VISITOR_EMAIL.to_owned(), count)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
+    let w = world();
+    let config = sdk_config(&w.store, &w.key).await;
+    // One receipt the stream delivers: the poller (the Lambda handler's path) completes it.
+    w.deliver("sub_streamed", 3_600_000);
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.leads_db().display().to_string() }).await.unwrap();
+    let handler = Handler { sink, receipts: worker::receipts(&config, TABLE) };
+    let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
+    worker::drain(&poller, &handler).await;
+    assert_eq!(w.status("sub_streamed"), "COMPLETED");
+    // Three more whose stream records are never read (as if the event source mapping had given
+    // up on them): reconcile reads the pending index, never the stream. One is recent.
+    w.deliver("sub_lost_1", 3_600_000);
+    w.deliver("sub_lost_2", 1_800_000);
+    w.deliver("sub_recent", 1_000);
+
+    let first = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    assert_eq!(first["overdue"], 2, "{first}");
+    assert_eq!(first["completed"], 2, "{first}");
+    assert_eq!(first["stillWaiting"], 0, "{first}");
+    assert_eq!((w.status("sub_lost_1"), w.status("sub_lost_2")), ("COMPLETED".into(), "COMPLETED".into()));
+    assert_eq!(w.status("sub_recent"), "RECEIVED", "younger than the threshold: left to the stream");
+    // The receipt the stream completed is not in the index, so not processed again.
+    assert_eq!(w.leads(), [lead("sub_lost_1", 1), lead("sub_lost_2", 1), lead("sub_streamed", 1)]);
+
+    // A second run changes nothing.
+    let second = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    assert_eq!((second["overdue"].as_u64(), second["completed"].as_u64()), (Some(0), Some(0)), "{second}");
+    assert_eq!(w.leads().len(), 3);
+
+    // The index lags the table in AWS (eventually consistent): a key it still lists after the
+    // stream completed the receipt is read again consistently and left alone.
+    assert_eq!(
+        handler.settle_key(&delivery::key("sub_streamed"), None).await,
+        Ok(("not_received", None)),
+        "a COMPLETED receipt is skipped"
+    );
+    assert_eq!(w.leads()[2], lead("sub_streamed", 1));
+
+    // A receipt written before the index existed (no pendingShard) is found only by --scan.
+    let mut legacy = receipt(&delivery::body("sub_legacy", "x", 1), now_millis() - 7_200_000).to_item();
+    legacy.remove(shared::receipt::PENDING_SHARD);
+    put_item(&w.store, TABLE, &legacy);
+    assert_eq!(w.json(&["reconcile", "--older-than", "1h", "--json"])["overdue"], 0);
+    let scanned = w.json(&["reconcile", "--older-than", "1h", "--scan", "--json"]);
+    assert_eq!((scanned["overdue"].as_u64(), scanned["completed"].as_u64()), (Some(1), Some(1)), "{scanned}");
+    assert_eq!(w.status("sub_legacy"), "COMPLETED");
+
+    // The text report, for people.
+    let text = w.run(&["reconcile", "--older-than", "15m"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("overdue  0"), "{text:?}");
+}
+
+/// A sink that refuses every lead, as a CRM that rejects a field would.
+struct Refusing;
+
+impl LeadSink for Refusing {
+    async fn upsert(&self, _lead: &Lead, _key: &str) -> Result<(), SinkError> {
+        Err(SinkError::Permanent { reason: "sink_rejected" })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
+    let w = world();
+    let config = sdk_config(&w.store, &w.key).await;
+    w.deliver("sub_ok", 60_000);
+    w.deliver("sub_bad", 30_000);
+    // The stream's pass: sub_bad's sink refuses it (FAILED), then sub_ok is written.
+    let refusing = Handler { sink: Refusing, receipts: worker::receipts(&config, TABLE) };
+    assert_eq!(refusing.settle_key(&delivery::key("sub_bad"), None).await, Ok(("failed", Some("sink_rejected"))));
+    assert_eq!(w.json(&["receipts", "redrive", "sub_ok", "--json"])[0]["outcome"], "completed");
+
+    let listed = w.json(&["receipts", "list", "--json"]);
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["sub_ok", "sub_bad"], "oldest first");
+    let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
+    assert_eq!(failed.as_array().unwrap().len(), 1);
+    assert_eq!(failed[0]["failureReason"], "sink_rejected");
+    assert!(failed[0]["failedAt"].is_string());
+    assert_eq!(w.json(&["receipts", "list", "--since", "45s", "--json"]).as_array().unwrap().len(), 1);
+    let table = w.run(&["receipts", "list"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.starts_with("SUBMISSION ID") && table.contains("sink_rejected") && table.ends_with("2 receipt(s)\n"));
+
+    let shown = w.json(&["receipts", "show", "sub_bad", "--json"]);
+    assert_eq!((shown["status"].as_str(), shown["failureReason"].as_str()), (Some("FAILED"), Some("sink_rejected")));
+    assert_eq!(shown["leadKey"], "sub_bad");
+    let text = String::from_utf8_lossy(&w.run(&["receipts", "show", "sub_bad"]).stdout).into_owned();
+    for private in [delivery::VISITOR_EMAIL, delivery::VISITOR_NAME, delivery::VISITOR_MESSAGE] {
+        assert!(!text.contains(private) && !shown.to_string().contains(private), "{private} shown: {text}");
+    }
+    let with_payload = w.json(&["receipts", "show", "sub_bad", "--payload", "--json"]);
+    assert_eq!(with_payload["payload"]["data"]["formData"]["email"], delivery::VISITOR_EMAIL);
+
+    // The sink accepts it now: redrive gives exactly one lead, and doing it again changes nothing.
+    let redriven = w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]);
+    assert_eq!(redriven.as_array().unwrap().len(), 1, "{redriven}");
+    assert_eq!((redriven[0]["was"].as_str(), redriven[0]["outcome"].as_str()), (Some("FAILED"), Some("completed")));
+    assert_eq!(w.status("sub_bad"), "COMPLETED");
+    let item = w.store.get(TABLE, &delivery::key("sub_bad")).unwrap();
+    assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
+    assert!(item.get(shared::receipt::PENDING_SHARD).is_none(), "out of the pending index again: {item}");
+    assert_eq!(w.json(&["receipts", "redrive", "sub_bad", "--json"])[0]["outcome"], "already_completed");
+    assert_eq!(w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]), Value::Array(vec![]));
+    assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_ok", 1)]);
+}
+
+#[test]
+fn mistakes_get_errors_that_say_what_to_check() {
+    let w = world();
+    w.deliver("sub_1", 1_000);
+    let unknown = w.run(&["receipts", "show", "sub_nope"]);
+    assert!(!unknown.status.success());
+    assert!(stderr(&unknown).contains(r#"no receipt for submission ID "sub_nope""#), "{}", stderr(&unknown));
+    let unknown = w.run(&["receipts", "redrive", "sub_nope"]);
+    assert!(stderr(&unknown).contains("no receipt for submission ID"), "{}", stderr(&unknown));
+
+    let wrong_table = w.run_with(&["receipts", "list"], &[("RECEIPTS_TABLE", "reciepts")]);
+    assert!(!wrong_table.status.success());
+    assert!(stderr(&wrong_table).contains(r#"table "reciepts""#), "{}", stderr(&wrong_table));
+    assert!(stderr(&wrong_table).contains("was not found"), "{}", stderr(&wrong_table));
+
+    let bad_secret = w.run_with(&["receipts", "list"], &[("AWS_SECRET_ACCESS_KEY", "not-the-secret")]);
+    assert!(!bad_secret.status.success());
+    assert!(stderr(&bad_secret).contains("the AWS credentials may not do this"), "{}", stderr(&bad_secret));
+    assert!(!stderr(&bad_secret).contains("not-the-secret"));
+
+    // The edge's identity may only put receipts: it cannot list them.
+    let edge = w.store.iam_access_key("edge-only");
+    // Replaces the key's `dynamodb:*` policy (same name).
+    w.store.allow("edge-only", "ddb", "dynamodb:PutItem", "*");
+    let denied = w.run_with(
+        &["receipts", "list"],
+        &[("AWS_ACCESS_KEY_ID", edge.id.as_str()), ("AWS_SECRET_ACCESS_KEY", edge.secret.as_str())],
+    );
+    assert!(!denied.status.success());
+    assert!(stderr(&denied).contains("may not do this on table \"receipts\" (AccessDenied"), "{}", stderr(&denied));
+
+    let usage = w.run(&["receipts", "show"]);
+    assert!(!usage.status.success());
+    assert!(stderr(&usage).contains("needs one submission ID") && stderr(&usage).contains("usage:"));
+    assert!(w.run(&["--help"]).status.success());
+    let reconcile = w.run_with(&["reconcile", "--older-than", "1m"], &[("LEAD_SINK", "")]);
+    assert!(stderr(&reconcile).contains("LEAD_SINK"), "reconcile needs the sink: {}", stderr(&reconcile));
+    assert!(!Path::new(&w.leads_db()).exists() || w.leads().is_empty());
+}
