@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test
+.PHONY: setup test dev demo build-edge browser-test deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -28,3 +28,13 @@ dev: setup
 # With `make dev` running in another terminal: a scenario and a summary table.
 demo:
 	python3 scripts/demo.py
+
+# Production (README "Deploying"). The AWS half first: table, stream worker, reconcile, alarms.
+# DRY_RUN=1 runs the offline checks only (lint, sam validate, the arm64 build; the bundle).
+deploy-aws: setup
+	scripts/deploy-aws.sh $(if $(DRY_RUN),--dry-run)
+
+# The Cloudflare half, pointed at the stack deploy-aws made. ROTATE_AWS_KEY=1 rotates the
+# edge's AWS access key without downtime.
+deploy-edge: setup
+	scripts/deploy-edge.sh $(if $(DRY_RUN),--dry-run,$(if $(ROTATE_AWS_KEY),--rotate-aws-key))

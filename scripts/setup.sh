@@ -10,7 +10,8 @@ log() { printf 'setup: %s\n' "$*"; }
 rust_targets() {
   local installed
   installed=$(rustup target list --installed)
-  for target in wasm32-unknown-unknown x86_64-unknown-none; do
+  # aarch64-unknown-linux-gnu: the Lambda function's default architecture (arm64).
+  for target in wasm32-unknown-unknown x86_64-unknown-none aarch64-unknown-linux-gnu; do
     grep -qx "$target" <<<"$installed" || rustup target add "$target"
   done
 }
@@ -44,7 +45,7 @@ wasm_bindgen_cli() {
 
 worker_build() {
   local want=0.8.7
-  if [ "$(worker-build --version 2>/dev/null | awk '{print $2}')" != "$want" ]; then
+  if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$want" ]; then
     log "installing worker-build $want (several minutes)"
     cargo install -q worker-build --version "=$want"
   fi
@@ -70,10 +71,30 @@ ministack() {
   fi
 }
 
+# A Python tool in its own venv under .tools/<name>: `venv_tool <name> <probe module> <pins...>`,
+# reinstalled only when a pinned version differs.
+venv_tool() {
+  local name=$1 venv=.tools/$1
+  shift
+  local pins=("$@") ok=true pin
+  for pin in "${pins[@]}"; do
+    [ "$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('${pin%%==*}'))" 2>/dev/null)" = "${pin#*==}" ] || ok=false
+  done
+  if ! $ok; then
+    log "installing ${pins[*]}"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
+  fi
+}
+
 rust_targets
 apt_packages
 wasm_bindgen_cli
 worker_build
 node_tools
 ministack
+# cargo-lambda (with zig) builds the Lambda function for arm64; see ../shared/TOOLCHAIN.md.
+venv_tool cargo-lambda cargo-lambda==1.9.2
+# The SAM CLI (sam validate, sam deploy) and cfn-lint, for template.yaml and the deploy scripts.
+venv_tool aws aws-sam-cli==1.170.0 cfn-lint==1.58.0
 log "ready"

@@ -33,9 +33,14 @@ cargo build -p webhook-shared --target x86_64-unknown-none --features sha2/force
 step "build the edge Worker (worker-build, release)"
 scripts/build-edge.sh
 
-step "bundle the Worker for upload, offline (wrangler deploy --dry-run)"
-WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
-  node_modules/.bin/wrangler deploy --dry-run --outdir target/wrangler-dry-run 2>&1 | tee "$out/bundle.log" | { grep -v '^\[custom build\]' || true; }
+step "deploy the edge, offline (make deploy-edge DRY_RUN=1: wrangler deploy --dry-run)"
+scripts/deploy-edge.sh --dry-run 2>&1 | tee "$out/bundle.log" | { grep -v '^\[custom build\]' || true; }
+
+step "deploy the AWS half, offline (make deploy-aws DRY_RUN=1: cfn-lint, sam validate, cargo lambda build --arm64)"
+scripts/deploy-aws.sh --dry-run 2>&1 | tee "$out/deploy-aws.log"
+
+step "the template's promises (deploy/test_template.py)"
+.tools/aws/bin/python -m unittest deploy/test_template.py 2>&1 | tee "$out/template.log"
 
 step "native tests (unit, property, integration against workerd, ministack, PostgreSQL)"
 # The Lambda-mode test runs the stream worker's binary.
@@ -55,5 +60,7 @@ scripts/smoke-dev.sh 2>&1 | tee "$out/smoke.log"
 printf '\n==> summary\n'
 printf 'native:  %s\n' "$(count "$out/native.log")"
 printf 'browser: %s (headless Chromium)\n' "$(count "$out/browser.log")"
+printf 'template: %s\n' "$(grep -E '^(Ran|OK|FAILED)' "$out/template.log" | tr '\n' ' ')"
 printf 'edge upload: %s\n' "$(grep -o 'Total Upload: .*' "$out/bundle.log")"
+printf 'lambda: %s\n' "$(grep -o 'built target/lambda.*' "$out/deploy-aws.log")"
 printf 'quick start: %s\n' "$(grep -o 'leads == unique submissions: .*' "$out/smoke.log")"

@@ -91,6 +91,19 @@ pub const PENDING_SHARD: &str = "pendingShard";
 /// own writes: 16 values keep the index out of the way up to about 16,000 receipts per second.
 pub const PENDING_SHARDS: u8 = 16;
 
+/// Since when the receipt `item` has been waiting for its lead: `receivedAt`, or `redrivenAt`
+/// when it was redriven later (ISO-8601 text, which orders as time). Reconcile takes a receipt
+/// only when this is older than its threshold, so a receipt just redriven (which the stream is
+/// about to process) or just replaced after expiry is left to the stream.
+pub fn waiting_since(item: &Item) -> Option<&str> {
+    let text = |name: &str| item.get(name).and_then(AttributeValue::as_s);
+    match (text("receivedAt"), text("redrivenAt")) {
+        (Some(received), Some(redriven)) => Some(if redriven > received { redriven } else { received }),
+        (received, None) => received,
+        (None, redriven) => redriven,
+    }
+}
+
 /// The `pendingShard` value of the receipt `key`: one hex digit (`0`..`f`) from its SHA-256, so
 /// the same key always lands in the same shard and keys spread evenly.
 pub fn pending_shard(key: &str) -> String {
@@ -249,6 +262,20 @@ mod tests {
             receipt.status = status;
             assert_eq!(receipt.to_item().get(PENDING_SHARD), None, "{status:?}");
         }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_receipt_waits_since_it_was_received_or_redriven() {
+        let mut item = sample().to_item();
+        assert_eq!(waiting_since(&item), Some("2026-11-30T06:21:53.123Z"));
+        item.insert("redrivenAt".into(), AttributeValue::S("2026-12-01T00:00:00.000Z".into()));
+        assert_eq!(waiting_since(&item), Some("2026-12-01T00:00:00.000Z"));
+        item.insert("redrivenAt".into(), AttributeValue::S("2026-01-01T00:00:00.000Z".into()));
+        assert_eq!(waiting_since(&item), Some("2026-11-30T06:21:53.123Z"));
+        item.remove("receivedAt");
+        assert_eq!(waiting_since(&item), Some("2026-01-01T00:00:00.000Z"));
+        item.remove("redrivenAt");
+        assert_eq!(waiting_since(&item), None);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -13,7 +13,7 @@ usage:
                                                  settle receipts still RECEIVED after <age>
   stream-worker receipts list [--status RECEIVED|COMPLETED|FAILED] [--since <time|age>] [--json]
   stream-worker receipts show <submissionId> [--payload] [--json]
-  stream-worker receipts redrive (<submissionId> | --status FAILED) [--json]
+  stream-worker receipts redrive (<submissionId> | --status FAILED) [--wait <age>] [--json]
 <age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
 (2026-11-30T06:00:00Z). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
 
@@ -30,8 +30,9 @@ pub enum Command {
     List { status: Option<ReceiptStatus>, since: Option<Since>, json: bool },
     /// `receipts show`.
     Show { submission_id: String, payload: bool, json: bool },
-    /// `receipts redrive`: one submission, or every receipt with a status.
-    Redrive { target: RedriveTarget, json: bool },
+    /// `receipts redrive`: one submission, or every receipt with a status; how long to wait for
+    /// the stream's verdict on a reopened receipt (default 60 s).
+    Redrive { target: RedriveTarget, wait: Duration, json: bool },
 }
 
 /// `--since`: a time, or an age before now.
@@ -71,6 +72,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--scan" if command == "reconcile" => options.scan = true,
             "--payload" if command == "show" => options.payload = true,
             "--older-than" if command == "reconcile" => options.older_than = Some(age(&value(word)?)?),
+            "--wait" if command == "redrive" => options.wait = Some(age(&value(word)?)?),
             "--status" if command == "list" || command == "redrive" => options.status = Some(status(&value(word)?)?),
             "--since" if command == "list" => options.since = Some(since(&value(word)?)?),
             option if option.starts_with("--") => return Err(format!("{option} is not an option of {command}")),
@@ -78,6 +80,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         }
     }
     let json = options.json;
+    let wait = options.wait.unwrap_or(REDRIVE_WAIT);
     match (command, positional.as_slice()) {
         ("reconcile", []) => match options.older_than {
             Some(older_than) => Ok(Command::Reconcile { older_than, scan: options.scan, json }),
@@ -87,10 +90,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         ("show", [id]) => Ok(Command::Show { submission_id: id.clone(), payload: options.payload, json }),
         ("show", _) => Err("receipts show needs one submission ID".into()),
         ("redrive", [id]) if options.status.is_none() => {
-            Ok(Command::Redrive { target: RedriveTarget::One(id.clone()), json })
+            Ok(Command::Redrive { target: RedriveTarget::One(id.clone()), wait, json })
         }
         ("redrive", []) => match options.status {
-            Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, json }),
+            Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait, json }),
             Some(_) => Err("receipts redrive --status takes only FAILED".into()),
             None => Err("receipts redrive needs a submission ID or --status FAILED".into()),
         },
@@ -104,11 +107,15 @@ struct Options {
     scan: bool,
     payload: bool,
     older_than: Option<Duration>,
+    wait: Option<Duration>,
     status: Option<ReceiptStatus>,
     since: Option<Since>,
 }
 
-/// `90s`, `15m`, `2h`, `7d`.
+/// How long `receipts redrive` waits for the stream to settle a reopened receipt by default.
+pub const REDRIVE_WAIT: Duration = Duration::from_secs(60);
+
+/// `90s`, `15m`, `2h`, `7d` (`0s` too).
 pub fn age(text: &str) -> Result<Duration, String> {
     let bad = || format!("{text:?} is not an age such as 90s, 15m, 2h or 7d");
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
@@ -194,11 +201,11 @@ mod tests {
         );
         assert_eq!(
             parse(&args("receipts redrive sub_1 --json")),
-            Ok(Command::Redrive { target: RedriveTarget::One("sub_1".into()), json: true })
+            Ok(Command::Redrive { target: RedriveTarget::One("sub_1".into()), wait: REDRIVE_WAIT, json: true })
         );
         assert_eq!(
-            parse(&args("receipts redrive --status FAILED")),
-            Ok(Command::Redrive { target: RedriveTarget::AllFailed, json: false })
+            parse(&args("receipts redrive --status FAILED --wait 0s")),
+            Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait: Duration::ZERO, json: false })
         );
     }
 

@@ -74,14 +74,24 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
 
     /// Settles the receipt `key` as its stream record would be: read consistently, then
     /// decided and applied on the same path (same sink upsert, same conditional update). For
-    /// reconcile and redrive. `Ok` with the outcome and its reason, or `Err` with the reason
-    /// the receipt is left for a retry (it stays `RECEIVED`).
+    /// reconcile and redrive. With `waiting_before` (reconcile's cutoff), a receipt waiting
+    /// only since then (received or redriven later: the stream's to process) is left alone
+    /// (`not_overdue`). `Ok` with the outcome and its reason, or `Err` with the reason the
+    /// receipt is left for a retry (it stays `RECEIVED`).
     pub async fn settle_key(
         &self,
         key: &str,
+        waiting_before: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(&'static str, Option<&'static str>), &'static str> {
         match self.receipts.get(key).await {
+            Ok(Some(item))
+                if waiting_before.is_some_and(|cutoff| {
+                    shared::receipt::waiting_since(&item).is_none_or(|since| since >= cutoff)
+                }) =>
+            {
+                Ok(("not_overdue", None))
+            }
             Ok(Some(item)) => self.settle("", "MODIFY", NewImage::Item(item), deadline).await.map_err(|Retry(r)| r),
             Ok(None) => Ok(("receipt_gone", None)),
             Err(error) => Err(error.0),

@@ -19,6 +19,8 @@ pub enum OperateError {
     NoSuchTable { table: String },
     /// The credentials were refused, or they may not do this on the table.
     AccessDenied { table: String, code: String },
+    /// The table has no `pending` index (DynamoDB refuses the query on it).
+    NoIndex { table: String },
     /// No receipt for this submission ID.
     UnknownSubmission { submission_id: String },
     /// The store could not be reached, or answered with another error.
@@ -31,6 +33,10 @@ impl fmt::Display for OperateError {
             OperateError::NoSuchTable { table } => write!(
                 f,
                 "table {table:?} (or its {PENDING_INDEX:?} index) was not found: check RECEIPTS_TABLE and AWS_REGION"
+            ),
+            OperateError::NoIndex { table } => write!(
+                f,
+                "table {table:?} has no {PENDING_INDEX:?} index (create the table from template.yaml), or use reconcile --scan"
             ),
             OperateError::AccessDenied { table, code } => {
                 write!(f, "the AWS credentials may not do this on table {table:?} ({code})")
@@ -93,7 +99,13 @@ impl DynamoReceipts {
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .map_err(|e| operate_error(&self.table, &e))?;
+                    .map_err(|e| match operate_error(&self.table, &e) {
+                        // The request is fixed; what DynamoDB can find invalid is the index.
+                        OperateError::Store { code } if code == "ValidationException" => {
+                            OperateError::NoIndex { table: self.table.clone() }
+                        }
+                        other => other,
+                    })?;
                 keys.extend(page.items().iter().filter_map(|item| match item.get("pk") {
                     Some(AttributeValue::S(key)) => Some(key.clone()),
                     _ => None,
@@ -192,16 +204,19 @@ impl DynamoReceipts {
     }
 
     /// Moves the `FAILED` receipt `key` (the one received at `received_at`) back to
-    /// `RECEIVED`, into the `pending` index, noting `redrivenAt`. `Ok(false)` when it is no
-    /// longer that `FAILED` receipt (redriven or replaced meanwhile): nothing was written.
-    pub async fn reopen(&self, key: &str, received_at: &str, now: &str) -> Result<bool, OperateError> {
+    /// `RECEIVED`, into the `pending` index, noting `redrivenAt` (`now`). `Ok(false)` when it is
+    /// no longer that `FAILED` receipt (redriven or replaced meanwhile) or is past its expiry
+    /// (`now_secs`, TTL's to delete): nothing was written.
+    pub async fn reopen(&self, key: &str, received_at: &str, now: &str, now_secs: u64) -> Result<bool, OperateError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(key))
-            .condition_expression("attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed")
+            .condition_expression(
+                "attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed AND expiresAt > :nowSecs",
+            )
             .update_expression(
                 "SET #status = :received, #shard = :shard, redrivenAt = :now REMOVE failedAt, failureReason",
             )
@@ -211,7 +226,8 @@ impl DynamoReceipts {
             .expression_attribute_values(":failed", s(ReceiptStatus::Failed.as_str()))
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":shard", s(&pending_shard(key)))
-            .expression_attribute_values(":now", s(now));
+            .expression_attribute_values(":now", s(now))
+            .expression_attribute_values(":nowSecs", AttributeValue::N(now_secs.to_string()));
         match update.send().await {
             Ok(_) => Ok(true),
             Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {

@@ -21,9 +21,9 @@ use stream_worker::receipts::DynamoReceipts;
 use stream_worker::sink::Sink;
 
 /// How old a receipt must be before the scheduled reconcile takes it, unless
-/// `RECONCILE_OLDER_THAN` says otherwise: well past the stream's normal delay, so reconcile
-/// does not race the stream for receipts it is about to process.
-const RECONCILE_OLDER_THAN: &str = "15m";
+/// `RECONCILE_OLDER_THAN` says otherwise: past the event source mapping's maximum record age
+/// (1 h in `template.yaml`), so reconcile never takes a receipt the stream still retries.
+const RECONCILE_OLDER_THAN: &str = "2h";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -87,7 +87,8 @@ async fn main() -> anyhow::Result<()> {
             print_out(if json { format!("{}\n", report.to_json()) } else { report.to_text() });
             Ok(())
         }
-        Command::Redrive { target, json } => {
+        Command::Redrive { target, wait, json } => {
+            let all_failed = matches!(target, RedriveTarget::AllFailed);
             let ids = match target {
                 RedriveTarget::One(id) => vec![id],
                 RedriveTarget::AllFailed => {
@@ -101,7 +102,20 @@ async fn main() -> anyhow::Result<()> {
             let mut results = Vec::new();
             let mut report = progress("redrive");
             for (done, id) in ids.iter().enumerate() {
-                results.push(operate::redrive(&handler, id).await?);
+                let result = match operate::redrive(&handler, id, wait).await {
+                    Ok(result) => result,
+                    // Deleted (TTL) since the listing: nothing left to redrive; go on.
+                    Err(stream_worker::inventory::OperateError::UnknownSubmission { .. }) if all_failed => {
+                        operate::Redriven {
+                            submission_id: id.clone(),
+                            was: "FAILED".into(),
+                            outcome: "receipt_gone",
+                            reason: None,
+                        }
+                    }
+                    Err(error) => return Err(error.into()),
+                };
+                results.push(result);
                 report(done + 1, ids.len());
             }
             let text = if json {
@@ -110,7 +124,13 @@ async fn main() -> anyhow::Result<()> {
                 let mut text: String = results
                     .iter()
                     .map(|r| {
-                        format!("{}  {} -> {}{}\n", r.submission_id.escape_debug(), r.was, r.outcome, reason(r.reason))
+                        format!(
+                            "{}  {} -> {}{}\n",
+                            r.submission_id.escape_debug(),
+                            r.was,
+                            r.outcome,
+                            reason(r.reason.as_deref())
+                        )
                     })
                     .collect();
                 text.push_str(&format!("{} receipt(s) redriven\n", results.len()));
@@ -194,12 +214,12 @@ async fn stream_function(handler: &Handler<Sink, DynamoReceipts>, table: &str) -
 async fn reconcile_function(handler: &Handler<Sink, DynamoReceipts>) -> anyhow::Result<()> {
     let age = std::env::var("RECONCILE_OLDER_THAN").unwrap_or_else(|_| RECONCILE_OLDER_THAN.into());
     let older_than = cli::age(&age).map_err(|why| anyhow!("RECONCILE_OLDER_THAN: {why}"))?;
-    let scan = std::env::var("RECONCILE_SCAN").is_ok_and(|v| v == "true");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
         let deadline = instant_of(event.context.deadline);
         let now = now_millis();
         let cutoff = shared::time::iso8601_millis(now.saturating_sub(older_than.as_millis() as u64));
-        let report = operate::reconcile(handler, &cutoff, scan, Some(deadline), |_, _| {}).await.map_err(|e| {
+        // The index only: the function's role may not scan (`reconcile --scan` is an operator's run).
+        let report = operate::reconcile(handler, &cutoff, false, Some(deadline), |_, _| {}).await.map_err(|e| {
             eprintln!("stream-worker: reconcile failed: {e}");
             lambda_runtime::Error::from(e.to_string())
         })?;

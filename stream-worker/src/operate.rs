@@ -9,6 +9,8 @@ use shared::key::expected_key;
 use shared::lead::lead_from_receipt;
 use shared::receipt::{Receipt, ReceiptStatus};
 use shared::time::iso8601_millis;
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::handler::Handler;
@@ -93,7 +95,7 @@ pub async fn reconcile<S: LeadSink + Sync>(
             report.not_reached = (keys.len() - done) as u64;
             break;
         }
-        match handler.settle_key(key, deadline).await {
+        match handler.settle_key(key, Some(cutoff), deadline).await {
             Ok((outcome, reason)) => report.tally.settled(outcome, reason),
             Err(reason) => report.tally.retry(reason),
         }
@@ -105,12 +107,16 @@ pub async fn reconcile<S: LeadSink + Sync>(
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redriven {
+    /// The receipt's submission ID.
     pub submission_id: String,
     /// Its status before.
     pub was: String,
-    /// `completed`, `failed`, `already_completed`, `changed_meanwhile`, `retry_later`, ...
+    /// `completed` or `failed` (settled), `reopened` (the stream has not settled it within the
+    /// wait), `already_completed`, `changed_meanwhile` (another redrive or a replacement got
+    /// there first), `retry_later`, `receipt_gone`.
     pub outcome: &'static str,
-    pub reason: Option<&'static str>,
+    /// Why it failed or waits, when it did.
+    pub reason: Option<String>,
 }
 
 impl Redriven {
@@ -119,12 +125,18 @@ impl Redriven {
     }
 }
 
-/// Reprocesses the receipt of `submission_id`: a `FAILED` one is moved back to `RECEIVED`
-/// (conditionally, so two redrives do not both reopen it) and settled on the handler's path; a
-/// `RECEIVED` one is settled; a `COMPLETED` one is left alone.
+/// Reprocesses the receipt of `submission_id`.
+///
+/// A `FAILED` one is moved back to `RECEIVED` (conditionally, so two redrives do not both
+/// reopen it, and never past its expiry), which the stream sees as a new waiting receipt and
+/// settles on the handler's path: only the stream calls the sink for it, so no two calls for
+/// one submission race. Then this waits up to `wait` for the stream's verdict. A `RECEIVED`
+/// one (the stream gave up on it) is settled here, at once, on the same path; a `COMPLETED` one
+/// is left alone.
 pub async fn redrive<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
     submission_id: &str,
+    wait: Duration,
 ) -> Result<Redriven, OperateError> {
     let key = expected_key(submission_id);
     let item = handler.receipts.find(&key, submission_id).await?;
@@ -133,19 +145,34 @@ pub async fn redrive<S: LeadSink + Sync>(
     let done =
         |outcome, reason| Redriven { submission_id: submission_id.to_owned(), was: was.clone(), outcome, reason };
     match ReceiptStatus::parse(&was) {
-        Some(ReceiptStatus::Completed) => return Ok(done("already_completed", None)),
+        Some(ReceiptStatus::Completed) => Ok(done("already_completed", None)),
         Some(ReceiptStatus::Failed) => {
-            let now = iso8601_millis(now_millis());
-            if !handler.receipts.reopen(&key, &text("receivedAt"), &now).await? {
+            let now = now_millis();
+            if !handler.receipts.reopen(&key, &text("receivedAt"), &iso8601_millis(now), now / 1000).await? {
                 return Ok(done("changed_meanwhile", None));
             }
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(500).min(wait)).await;
+                let item = match handler.receipts.find(&key, submission_id).await {
+                    Ok(item) => item,
+                    Err(OperateError::UnknownSubmission { .. }) => return Ok(done("receipt_gone", None)),
+                    Err(other) => return Err(other),
+                };
+                let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
+                match text("status").as_deref() {
+                    Some("COMPLETED") => return Ok(done("completed", None)),
+                    Some("FAILED") => return Ok(done("failed", text("failureReason"))),
+                    _ => {}
+                }
+            }
+            Ok(done("reopened", Some("the stream has not settled it yet".into())))
         }
-        Some(ReceiptStatus::Received) | None => {}
+        Some(ReceiptStatus::Received) | None => Ok(match handler.settle_key(&key, None, None).await {
+            Ok((outcome, reason)) => done(outcome, reason.map(str::to_owned)),
+            Err(reason) => done("retry_later", Some(reason.to_owned())),
+        }),
     }
-    Ok(match handler.settle_key(&key, None).await {
-        Ok((outcome, reason)) => done(outcome, reason),
-        Err(reason) => done("retry_later", Some(reason)),
-    })
 }
 
 /// One receipt as `receipts show` prints it: identifiers, status, times, failure reason and

@@ -1,35 +1,34 @@
 //! The stream worker binary in Lambda mode, against a stand-in of the Lambda Runtime API
 //! (the documented `/2018-06-01/runtime/invocation/...` calls): it takes a DynamoDB stream
-//! event, writes the lead, marks the receipt, and posts `batchItemFailures` back.
+//! event, writes the lead, marks the receipt, and posts `batchItemFailures` back; as the
+//! reconcile function (`_HANDLER=reconcile`) it settles overdue receipts on a scheduled event.
 
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tests::aws::put_item;
-use tests::ministack::Ministack;
+use tests::ministack::{AccessKey, Ministack};
 use tests::postgres::Postgres;
-use tests::repo_root;
 use tests::stub_http::{StubResponse, StubServer};
 use tests::TempDir;
+use tests::{delivery, repo_root};
 
 const TABLE: &str = "receipts";
 
-#[test]
-fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
+/// What one invocation of the function produced.
+struct Invocation {
+    /// The calls the function made back to the Runtime API: path and JSON body.
+    responses: Vec<(String, Value)>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary as a Lambda function with `env` (plus the Runtime API's and the store's
+/// settings), hands it `event` once, and returns what it answered and logged.
+fn invoke_once(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event: Value) -> Invocation {
     let binary = repo_root().join("target/debug/stream-worker");
     assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first (make test does)", binary.display());
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("lambda");
-
-    // The event: a real-shaped stream event whose new image is a receipt that is in the table.
-    let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
-    let image = event["Records"][0]["dynamodb"]["NewImage"].to_string();
-    let item = shared::dynamo::item_from_wire(&shared::json::parse(image.as_bytes()).unwrap()).unwrap();
-    put_item(&store, TABLE, &item);
-
     let responses: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let seen = Arc::clone(&responses);
     let served = Arc::new(Mutex::new(false));
@@ -37,7 +36,7 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         if request.path == "/2018-06-01/runtime/invocation/next" {
             let mut served = served.lock().unwrap();
             if *served {
-                // One invocation is all this test needs; an error ends the runtime's loop.
+                // One invocation is all a test needs; an error ends the runtime's loop.
                 return StubResponse::json(500, json!({"errorType": "TestOver"}));
             }
             *served = true;
@@ -58,12 +57,8 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         seen.lock().unwrap().push((request.path.clone(), serde_json::from_slice(&request.body).unwrap_or(Value::Null)));
         StubResponse::json(202, json!({"status": "OK"}))
     });
-
-    let postgres = Postgres::start();
-    // The database URL (which holds a password) comes from Secrets Manager, not the environment.
-    let secret = store.create_secret("stream-worker/sink", &json!({"LEAD_SINK": postgres.url()}).to_string());
-    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
-    let mut child = Command::new(&binary)
+    let mut command = Command::new(&binary);
+    command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{}", runtime.port))
@@ -72,27 +67,57 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
+        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", store.endpoint())
         .env("AWS_ACCESS_KEY_ID", &key.id)
         .env("AWS_SECRET_ACCESS_KEY", &key.secret)
-        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", store.endpoint())
         .env("RECEIPTS_TABLE", TABLE)
-        .env("SINK_SECRET_ARN", &secret)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
     let answered = (0..300).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(100));
         !responses.lock().unwrap().is_empty() || child.try_wait().ok().flatten().is_some()
     });
     let _ = child.kill();
     let output = child.wait_with_output().unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr);
-    let metrics_lines = String::from_utf8_lossy(&output.stdout);
-    assert!(answered && !responses.lock().unwrap().is_empty(), "no invocation response; stderr: {logs}");
+    let invocation = Invocation {
+        responses: responses.lock().unwrap().clone(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(answered && !invocation.responses.is_empty(), "no invocation response; stderr: {}", invocation.stderr);
+    invocation
+}
 
-    let responses = responses.lock().unwrap();
+/// The EMF lines in `stdout`, parsed.
+fn metric_lines(stdout: &str) -> Vec<Value> {
+    stdout.lines().filter(|l| l.contains("\"_aws\"")).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("lambda");
+
+    // The event: a real-shaped stream event whose new image is a receipt that is in the table.
+    let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let image = event["Records"][0]["dynamodb"]["NewImage"].to_string();
+    let item = shared::dynamo::item_from_wire(&shared::json::parse(image.as_bytes()).unwrap()).unwrap();
+    put_item(&store, TABLE, &item);
+
+    let postgres = Postgres::start();
+    // The database URL (which holds a password) comes from Secrets Manager, not the environment.
+    let secret = store.create_secret("stream-worker/sink", &json!({"LEAD_SINK": postgres.url()}).to_string());
+    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
+    let invocation = invoke_once(&store, &key, &[("SINK_SECRET_ARN", secret)], event);
+    let logs = &invocation.stderr;
+    let responses = &invocation.responses;
     assert_eq!(responses[0].0, "/2018-06-01/runtime/invocation/invocation-1/response", "{responses:?}");
     assert_eq!(responses[0].1["batchItemFailures"], json!([]));
     let leads = tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -107,9 +132,8 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     assert!(logs.contains(r#""submissionId":"sub_1","action":"apply","outcome":"completed""#), "{logs}");
     assert!(!logs.contains("ada@example.com"), "no form contents in the logs");
     // The batch's metrics, as Embedded Metric Format lines.
-    let metrics: Vec<Value> =
-        metrics_lines.lines().filter(|l| l.contains("\"_aws\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(metrics.len(), 1, "{metrics_lines}");
+    let metrics = metric_lines(&invocation.stdout);
+    assert_eq!(metrics.len(), 1, "{}", invocation.stdout);
     let directive = &metrics[0]["_aws"]["CloudWatchMetrics"][0];
     assert_eq!(directive["Namespace"], "WebhookReceiver");
     assert_eq!(directive["Dimensions"], json!([["service"]]));
@@ -142,4 +166,49 @@ fn lambda_mode_refuses_a_sqlite_sink() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("LEAD_SINK must not be sqlite:// in Lambda mode"), "{stderr}");
+}
+
+#[test]
+fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("reconcile");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for (id, age_ms) in [("sub_old", 3 * 3_600_000), ("sub_new", 60_000)] {
+        let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713);
+        put_item(&store, TABLE, &tests::aws::receipt(&body, now - age_ms).to_item());
+    }
+    let postgres = Postgres::start();
+    // A scheduled event, as EventBridge sends it.
+    let event = json!({"version": "0", "id": "e1", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "123456789012", "time": "2026-11-30T06:00:00Z", "region": "us-east-1", "resources": [], "detail": {}});
+    let env = [
+        ("_HANDLER", "reconcile".to_owned()),
+        ("RECONCILE_OLDER_THAN", "2h".to_owned()),
+        ("LEAD_SINK", postgres.url()),
+    ];
+    let invocation = invoke_once(&store, &key, &env, event);
+
+    let (path, report) = &invocation.responses[0];
+    assert_eq!(path, "/2018-06-01/runtime/invocation/invocation-1/response", "{}", invocation.stderr);
+    assert_eq!((report["overdue"].as_u64(), report["completed"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(report["stillWaiting"], 0);
+    let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
+    assert_eq!((status("sub_old"), status("sub_new")), ("COMPLETED".to_owned(), "RECEIVED".to_owned()));
+
+    let metrics = metric_lines(&invocation.stdout);
+    let first = &metrics[0];
+    let names: Vec<&str> = first["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ReceiptsOverdue", "ReceiptsReconciled", "ReceiptsWaiting"]);
+    assert_eq!((first["ReceiptsOverdue"].as_u64(), first["ReceiptsWaiting"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(first["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["service"]]));
+    assert!(metrics.iter().any(|m| m["LeadsWritten"] == 1), "{}", invocation.stdout);
+    for private in [delivery::VISITOR_EMAIL, delivery::VISITOR_NAME, delivery::VISITOR_MESSAGE] {
+        assert!(!invocation.stdout.contains(private) && !invocation.stderr.contains(private), "{private} logged");
+    }
 }

@@ -2,7 +2,6 @@
 //! SQLite sink: `reconcile` settles receipts the stream never delivered, `receipts list | show
 //! | redrive` read and repair them, and mistakes get errors that say what to check.
 
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -48,6 +47,15 @@ impl World {
     }
 
     fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = self.command(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().unwrap()
+    }
+
+    /// `stream-worker <args>` with the store, the IAM key and the SQLite sink, not yet run.
+    fn command(&self, args: &[&str]) -> Command {
         let binary = repo_root().join("target/debug/stream-worker");
         assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first", binary.display());
         let mut command = Command::new(binary);
@@ -62,10 +70,7 @@ impl World {
             .env("RECEIPTS_TABLE", TABLE)
             .env("LEAD_SINK", format!("sqlite://{}", self.leads_db().display()))
             .stdin(Stdio::null());
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        command.output().unwrap()
+        command
     }
 
     /// Runs and parses stdout as JSON; panics (with stderr) unless the command succeeded.
@@ -129,12 +134,29 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
 
     // The index lags the table in AWS (eventually consistent): a key it still lists after the
     // stream completed the receipt is read again consistently and left alone.
-    assert_eq!(
-        handler.settle_key(&delivery::key("sub_streamed"), None).await,
-        Ok(("not_received", None)),
-        "a COMPLETED receipt is skipped"
+    w.store.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &serde_json::json!({
+            "TableName": TABLE,
+            "Key": {"pk": {"S": delivery::key("sub_streamed")}},
+            "UpdateExpression": "SET pendingShard = :shard",
+            "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&delivery::key("sub_streamed"))}},
+        }),
     );
-    assert_eq!(w.leads()[2], lead("sub_streamed", 1));
+    let stale = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    assert_eq!((stale["overdue"].as_u64(), stale["skipped"].as_u64()), (Some(1), Some(1)), "{stale}");
+    assert_eq!(stale["completed"], 0, "{stale}");
+    assert_eq!(w.status("sub_streamed"), "COMPLETED");
+    assert_eq!(w.leads()[2], lead("sub_streamed", 1), "not upserted again");
+    // The index catches up.
+    w.store.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &serde_json::json!({
+            "TableName": TABLE,
+            "Key": {"pk": {"S": delivery::key("sub_streamed")}},
+            "UpdateExpression": "REMOVE pendingShard",
+        }),
+    );
 
     // A receipt written before the index existed (no pendingShard) is found only by --scan.
     let mut legacy = receipt(&delivery::body("sub_legacy", "x", 1), now_millis() - 7_200_000).to_item();
@@ -150,12 +172,19 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("overdue  0"), "{text:?}");
 }
 
-/// A sink that refuses every lead, as a CRM that rejects a field would.
-struct Refusing;
+/// The SQLite sink, but refusing the leads of some submissions, as a CRM that rejects a field
+/// would.
+struct Refusing {
+    inner: Sink,
+    refuse: &'static [&'static str],
+}
 
 impl LeadSink for Refusing {
-    async fn upsert(&self, _lead: &Lead, _key: &str) -> Result<(), SinkError> {
-        Err(SinkError::Permanent { reason: "sink_rejected" })
+    async fn upsert(&self, lead: &Lead, key: &str) -> Result<(), SinkError> {
+        if self.refuse.contains(&lead.external_id.as_str()) {
+            return Err(SinkError::Permanent { reason: "sink_rejected" });
+        }
+        self.inner.upsert(lead, key).await
     }
 }
 
@@ -163,24 +192,30 @@ impl LeadSink for Refusing {
 async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let w = world();
     let config = sdk_config(&w.store, &w.key).await;
-    w.deliver("sub_ok", 60_000);
+    let sqlite = || SinkConfig::Sqlite { path: w.leads_db().display().to_string() };
+    w.deliver("sub_ok", 7_200_000);
     w.deliver("sub_bad", 30_000);
-    // The stream's pass: sub_bad's sink refuses it (FAILED), then sub_ok is written.
-    let refusing = Handler { sink: Refusing, receipts: worker::receipts(&config, TABLE) };
-    assert_eq!(refusing.settle_key(&delivery::key("sub_bad"), None).await, Ok(("failed", Some("sink_rejected"))));
-    assert_eq!(w.json(&["receipts", "redrive", "sub_ok", "--json"])[0]["outcome"], "completed");
+    w.deliver("sub_bad_2", 20_000);
+    // The stream's pass: the sink refuses sub_bad and sub_bad_2 (FAILED), writes sub_ok.
+    let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
+    let refusing = Handler {
+        sink: Refusing { inner: Sink::connect(&sqlite()).await.unwrap(), refuse: &["sub_bad", "sub_bad_2"] },
+        receipts: worker::receipts(&config, TABLE),
+    };
+    worker::drain(&poller, &refusing).await;
+    assert_eq!((w.status("sub_ok"), w.status("sub_bad")), ("COMPLETED".into(), "FAILED".into()));
 
     let listed = w.json(&["receipts", "list", "--json"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["sub_ok", "sub_bad"], "oldest first");
+    assert_eq!(ids, ["sub_ok", "sub_bad", "sub_bad_2"], "oldest first");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
-    assert_eq!(failed.as_array().unwrap().len(), 1);
+    assert_eq!(failed.as_array().unwrap().len(), 2);
     assert_eq!(failed[0]["failureReason"], "sink_rejected");
     assert!(failed[0]["failedAt"].is_string());
-    assert_eq!(w.json(&["receipts", "list", "--since", "45s", "--json"]).as_array().unwrap().len(), 1);
+    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
     let table = w.run(&["receipts", "list"]);
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.starts_with("SUBMISSION ID") && table.contains("sink_rejected") && table.ends_with("2 receipt(s)\n"));
+    assert!(table.starts_with("SUBMISSION ID") && table.contains("sink_rejected") && table.ends_with("3 receipt(s)\n"));
 
     let shown = w.json(&["receipts", "show", "sub_bad", "--json"]);
     assert_eq!((shown["status"].as_str(), shown["failureReason"].as_str()), (Some("FAILED"), Some("sink_rejected")));
@@ -192,17 +227,52 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let with_payload = w.json(&["receipts", "show", "sub_bad", "--payload", "--json"]);
     assert_eq!(with_payload["payload"]["data"]["formData"]["email"], delivery::VISITOR_EMAIL);
 
-    // The sink accepts it now: redrive gives exactly one lead, and doing it again changes nothing.
-    let redriven = w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]);
-    assert_eq!(redriven.as_array().unwrap().len(), 1, "{redriven}");
-    assert_eq!((redriven[0]["was"].as_str(), redriven[0]["outcome"].as_str()), (Some("FAILED"), Some("completed")));
-    assert_eq!(w.status("sub_bad"), "COMPLETED");
+    // The sink accepts them now. A redrive reopens a FAILED receipt for the stream (the only
+    // caller of the sink for it), and waits for its verdict.
+    let healthy = Handler { sink: Sink::connect(&sqlite()).await.unwrap(), receipts: worker::receipts(&config, TABLE) };
+    let reopened = w.json(&["receipts", "redrive", "sub_bad", "--wait", "0s", "--json"]);
+    assert_eq!((reopened[0]["was"].as_str(), reopened[0]["outcome"].as_str()), (Some("FAILED"), Some("reopened")));
+    assert_eq!(w.status("sub_bad"), "RECEIVED");
     let item = w.store.get(TABLE, &delivery::key("sub_bad")).unwrap();
     assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
-    assert!(item.get(shared::receipt::PENDING_SHARD).is_none(), "out of the pending index again: {item}");
+    assert!(item.get(shared::receipt::PENDING_SHARD).is_some(), "back in the pending index: {item}");
+    // The stream takes the reopened receipt (its MODIFY record is a waiting receipt).
+    worker::drain(&poller, &healthy).await;
+    assert_eq!(w.status("sub_bad"), "COMPLETED");
+    assert!(w.store.get(TABLE, &delivery::key("sub_bad")).unwrap().get(shared::receipt::PENDING_SHARD).is_none());
+
+    // Every FAILED one, waiting for the stream's verdict while the stream runs.
+    let redrive = {
+        let args = ["receipts", "redrive", "--status", "FAILED", "--wait", "60s", "--json"];
+        let mut binary = w.command(&args);
+        std::thread::spawn(move || binary.output().unwrap())
+    };
+    for _ in 0..100 {
+        poller.pass(&healthy).await.unwrap();
+        if w.status("sub_bad_2") == "COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let output = tokio::task::spawn_blocking(move || redrive.join().unwrap()).await.unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let redriven: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(redriven.as_array().unwrap().len(), 1, "{redriven}");
+    assert_eq!(
+        (redriven[0]["submissionId"].as_str(), redriven[0]["outcome"].as_str()),
+        (Some("sub_bad_2"), Some("completed"))
+    );
+
+    // Again: nothing changes.
     assert_eq!(w.json(&["receipts", "redrive", "sub_bad", "--json"])[0]["outcome"], "already_completed");
     assert_eq!(w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]), Value::Array(vec![]));
-    assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_ok", 1)]);
+    assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_bad_2", 1), lead("sub_ok", 1)]);
+
+    // A receipt still RECEIVED (the stream gave up on it) is settled by the redrive itself.
+    w.deliver("sub_stuck", 60_000);
+    let settled = w.json(&["receipts", "redrive", "sub_stuck", "--json"]);
+    assert_eq!((settled[0]["was"].as_str(), settled[0]["outcome"].as_str()), (Some("RECEIVED"), Some("completed")));
+    assert_eq!(w.leads().len(), 4);
 }
 
 #[test]
@@ -213,6 +283,7 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(!unknown.status.success());
     assert!(stderr(&unknown).contains(r#"no receipt for submission ID "sub_nope""#), "{}", stderr(&unknown));
     let unknown = w.run(&["receipts", "redrive", "sub_nope"]);
+    assert!(!unknown.status.success());
     assert!(stderr(&unknown).contains("no receipt for submission ID"), "{}", stderr(&unknown));
 
     let wrong_table = w.run_with(&["receipts", "list"], &[("RECEIPTS_TABLE", "reciepts")]);
@@ -241,6 +312,24 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(stderr(&usage).contains("needs one submission ID") && stderr(&usage).contains("usage:"));
     assert!(w.run(&["--help"]).status.success());
     let reconcile = w.run_with(&["reconcile", "--older-than", "1m"], &[("LEAD_SINK", "")]);
+    assert!(!reconcile.status.success());
     assert!(stderr(&reconcile).contains("LEAD_SINK"), "reconcile needs the sink: {}", stderr(&reconcile));
-    assert!(!Path::new(&w.leads_db()).exists() || w.leads().is_empty());
+
+    // A table without the pending index (made by hand, not from the template).
+    w.store.ok(
+        "DynamoDB_20120810.CreateTable",
+        &serde_json::json!({
+            "TableName": "plain",
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST"
+        }),
+    );
+    let no_index = w.run_with(&["reconcile", "--older-than", "1m"], &[("RECEIPTS_TABLE", "plain")]);
+    assert!(!no_index.status.success());
+    assert!(stderr(&no_index).contains(r#"table "plain" has no "pending" index"#), "{}", stderr(&no_index));
+    assert!(w
+        .run_with(&["reconcile", "--older-than", "1m", "--scan"], &[("RECEIPTS_TABLE", "plain")])
+        .status
+        .success());
 }

@@ -227,6 +227,11 @@ proptest! {
         let request = parse_wire(pending.request.body.as_bytes()).unwrap();
         let item = item_from_wire(request.get("Item").unwrap()).unwrap();
         prop_assert_eq!(satisfies_item_rules(&item), Ok(()));
+        // ...and is in the index of waiting receipts, so reconcile can find it.
+        prop_assert_eq!(
+            item.get(crate::receipt::PENDING_SHARD),
+            Some(&AttributeValue::S(crate::receipt::pending_shard(&expected_key(&id))))
+        );
 
         // What the edge accepted, as a lead.
         let envelope = parse_envelope(body.as_bytes()).unwrap();

@@ -400,10 +400,19 @@ async fn a_receipt_is_settled_by_key_on_the_same_path() {
     .unwrap();
     receipts.1.lock().unwrap().insert(key("sub_1"), item);
     let handler = Handler { sink: MemorySink::default(), receipts };
-    assert_eq!(handler.settle_key(&key("sub_1"), None).await, Ok(("completed", None)));
+    // Reconcile's cutoff before the receipt arrived: not overdue, left to the stream.
+    assert_eq!(
+        handler.settle_key(&key("sub_1"), Some("2026-11-30T06:00:00.000Z"), None).await,
+        Ok(("not_overdue", None))
+    );
+    assert!(handler.sink.upserts.lock().unwrap().is_empty());
+    assert_eq!(
+        handler.settle_key(&key("sub_1"), Some("2026-11-30T07:00:00.000Z"), None).await,
+        Ok(("completed", None))
+    );
     assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
     // No receipt by that key: nothing to do.
-    assert_eq!(handler.settle_key(&key("sub_9"), None).await, Ok(("receipt_gone", None)));
+    assert_eq!(handler.settle_key(&key("sub_9"), None, None).await, Ok(("receipt_gone", None)));
     assert_eq!(handler.sink.upserts.lock().unwrap().len(), 1);
 }

@@ -1,0 +1,264 @@
+"""The SAM template's promises, read from template.yaml with cfn-lint's own YAML reader.
+
+Run by scripts/test.sh (after `cfn-lint template.yaml`) with the Python of the venv that holds
+cfn-lint and the SAM CLI:
+    .tools/aws/bin/python -m unittest deploy/test_template.py
+"""
+
+import json
+import pathlib
+import re
+import unittest
+
+from cfnlint.decode import decode
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load():
+    template, problems = decode(str(ROOT / "template.yaml"))
+    assert not problems, problems
+    return template
+
+
+TEMPLATE = load()
+RESOURCES = TEMPLATE["Resources"]
+
+
+def of_type(kind):
+    return {name: r for name, r in RESOURCES.items() if r["Type"] == kind}
+
+
+def as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def statements(policies):
+    for policy in policies:
+        yield from as_list(policy["PolicyDocument"]["Statement"])
+
+
+def matches(pattern, record):
+    """Lambda event filtering for the subset the template uses: nested objects, and arrays of
+    exact values (a field matches if its value is one of them)."""
+    for field, wanted in pattern.items():
+        if field not in record:
+            return False
+        value = record[field]
+        if isinstance(wanted, dict):
+            if not isinstance(value, dict) or not matches(wanted, value):
+                return False
+        elif value not in wanted:
+            return False
+    return True
+
+
+def fixture(name):
+    return json.loads((ROOT / "stream-worker/tests/fixtures" / name).read_text())
+
+
+class EdgeIdentity(unittest.TestCase):
+    def test_the_edge_may_only_put_items_into_the_receipts_table(self):
+        user = RESOURCES["EdgeUser"]["Properties"]
+        self.assertEqual(set(user), {"Policies"}, "no groups, managed policies or login profile")
+        found = list(statements(user["Policies"]))
+        self.assertEqual(len(found), 1)
+        self.assertEqual(found[0]["Effect"], "Allow")
+        self.assertEqual(as_list(found[0]["Action"]), ["dynamodb:PutItem"])
+        self.assertEqual(found[0]["Resource"], {"Fn::GetAtt": ["ReceiptsTable", "Arn"]})
+        self.assertEqual(of_type("AWS::IAM::User").keys(), {"EdgeUser"})
+        self.assertEqual(of_type("AWS::IAM::AccessKey"), {}, "no secret key in the stack")
+
+
+class FunctionRoles(unittest.TestCase):
+    def test_no_wildcard_and_nothing_added_behind_our_back(self):
+        roles = of_type("AWS::IAM::Role")
+        self.assertEqual(roles.keys(), {"StreamWorkerRole", "ReconcileRole"})
+        for name, role in roles.items():
+            props = role["Properties"]
+            self.assertNotIn("ManagedPolicyArns", props, name)
+            for statement in statements(props["Policies"]):
+                self.assertEqual(statement["Effect"], "Allow", name)
+                for action in as_list(statement["Action"]):
+                    self.assertNotIn("*", action, f"{name}: {action}")
+                for resource in as_list(statement["Resource"]):
+                    self.assertNotIn("*", json.dumps(resource), f"{name}: {resource}")
+        for name, function in of_type("AWS::Serverless::Function").items():
+            props = function["Properties"]
+            # With Role given, SAM adds no policy of its own.
+            self.assertIn("Role", props, name)
+            self.assertNotIn("Policies", props, name)
+
+    def test_each_role_holds_exactly_what_its_function_calls(self):
+        def grants(role):
+            return {
+                (action, json.dumps(resource, sort_keys=True))
+                for statement in statements(RESOURCES[role]["Properties"]["Policies"])
+                for action in as_list(statement["Action"])
+                for resource in as_list(statement["Resource"])
+            }
+
+        table = json.dumps({"Fn::GetAtt": ["ReceiptsTable", "Arn"]}, sort_keys=True)
+        stream = json.dumps({"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]}, sort_keys=True)
+        secret = json.dumps({"Ref": "SinkSecretArn"}, sort_keys=True)
+        index = json.dumps({"Fn::Sub": "${ReceiptsTable.Arn}/index/pending"}, sort_keys=True)
+        logs = lambda group: json.dumps({"Fn::GetAtt": [group, "Arn"]}, sort_keys=True)  # noqa: E731
+        self.assertEqual(
+            grants("StreamWorkerRole"),
+            {
+                ("dynamodb:DescribeStream", stream),
+                ("dynamodb:GetRecords", stream),
+                ("dynamodb:GetShardIterator", stream),
+                ("dynamodb:ListStreams", stream),
+                ("dynamodb:GetItem", table),
+                ("dynamodb:UpdateItem", table),
+                ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["FailedBatchesQueue", "Arn"]}, sort_keys=True)),
+                ("secretsmanager:GetSecretValue", secret),
+                ("logs:CreateLogStream", logs("StreamWorkerLogGroup")),
+                ("logs:PutLogEvents", logs("StreamWorkerLogGroup")),
+            },
+        )
+        self.assertEqual(
+            grants("ReconcileRole"),
+            {
+                ("dynamodb:Query", index),
+                ("dynamodb:GetItem", table),
+                ("dynamodb:UpdateItem", table),
+                ("secretsmanager:GetSecretValue", secret),
+                ("logs:CreateLogStream", logs("ReconcileLogGroup")),
+                ("logs:PutLogEvents", logs("ReconcileLogGroup")),
+            },
+        )
+
+
+class Table(unittest.TestCase):
+    def test_the_table_is_the_one_the_tests_and_the_local_stack_create(self):
+        props = RESOURCES["ReceiptsTable"]["Properties"]
+        local = json.loads((ROOT / "deploy/receipts-table.json").read_text())
+        for field in ["AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes"]:
+            self.assertEqual(props[field], local[field], field)
+        self.assertEqual(props["StreamSpecification"]["StreamViewType"], local["StreamSpecification"]["StreamViewType"])
+        self.assertEqual(props["StreamSpecification"]["StreamViewType"], "NEW_AND_OLD_IMAGES")
+
+    def test_ttl_recovery_and_protection(self):
+        table = RESOURCES["ReceiptsTable"]
+        props = table["Properties"]
+        self.assertEqual(props["TimeToLiveSpecification"], {"AttributeName": "expiresAt", "Enabled": True})
+        self.assertEqual(props["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True})
+        self.assertIs(props["DeletionProtectionEnabled"], True)
+        self.assertEqual((table["DeletionPolicy"], table["UpdateReplacePolicy"]), ("Retain", "Retain"))
+        self.assertEqual(props["KeySchema"], [{"AttributeName": "pk", "KeyType": "HASH"}])
+        [index] = props["GlobalSecondaryIndexes"]
+        self.assertEqual(index["IndexName"], "pending")
+        self.assertEqual(index["Projection"], {"ProjectionType": "KEYS_ONLY"})
+
+
+class StreamWorker(unittest.TestCase):
+    props = RESOURCES["StreamWorkerFunction"]["Properties"]
+    mapping = props["Events"]["Receipts"]["Properties"]
+
+    def test_the_function(self):
+        self.assertEqual(self.props["Runtime"], "provided.al2023")
+        self.assertEqual(self.props["CodeUri"], "target/lambda/stream-worker/")
+        self.assertEqual(TEMPLATE["Parameters"]["Architecture"]["Default"], "arm64")
+        self.assertEqual(self.props["Architectures"], [{"Ref": "Architecture"}])
+        self.assertIsInstance(self.props["MemorySize"], int)
+        # The worst record (Salesforce: four calls at 10 s and the receipt update, 51 s) fits.
+        self.assertGreaterEqual(self.props["Timeout"], 60)
+        env = self.props["Environment"]["Variables"]
+        self.assertEqual(env["SINK_SECRET_ARN"], {"Ref": "SinkSecretArn"})
+        for name in env:
+            self.assertNotIn(name, {"LEAD_SINK", "HUBSPOT_TOKEN", "SALESFORCE_CLIENT_SECRET", "WEBHOOK_SINK_SECRET"})
+
+    def test_the_event_source_mapping(self):
+        m = self.mapping
+        self.assertEqual(self.props["Events"]["Receipts"]["Type"], "DynamoDB")
+        self.assertEqual(m["Stream"], {"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]})
+        self.assertEqual(m["FunctionResponseTypes"], ["ReportBatchItemFailures"])
+        self.assertEqual(m["StartingPosition"], "TRIM_HORIZON")
+        self.assertIs(m["BisectBatchOnFunctionError"], True)
+        self.assertTrue(0 <= m["MaximumRetryAttempts"] <= 100, "bounded")
+        self.assertTrue(60 <= m["MaximumRecordAgeInSeconds"] < 86400, "bounded, within the stream's 24 hours")
+        self.assertEqual(m["DestinationConfig"]["OnFailure"]["Destination"], {"Fn::GetAtt": ["FailedBatchesQueue", "Arn"]})
+
+    def test_the_filter_passes_only_waiting_receipts(self):
+        [only] = self.mapping["FilterCriteria"]["Filters"]
+        pattern = json.loads(only["Pattern"])
+        # "DynamoDB event source mappings only support filtering on the dynamodb key."
+        self.assertEqual(list(pattern), ["dynamodb"])
+        passes = lambda name: [matches(pattern, r) for r in fixture(name)["Records"]]  # noqa: E731
+        self.assertEqual(passes("insert.json"), [True])
+        self.assertEqual(passes("modify_replaced.json"), [True])
+        self.assertEqual(passes("batch_of_five.json"), [True] * 5)
+        self.assertEqual(passes("modify_completed.json"), [False])
+        self.assertEqual(passes("remove_ttl.json"), [False])
+
+
+class Reconcile(unittest.TestCase):
+    def test_scheduled_with_the_reconcile_handler(self):
+        props = RESOURCES["ReconcileFunction"]["Properties"]
+        self.assertEqual(props["Handler"], "reconcile")
+        self.assertEqual(props["CodeUri"], RESOURCES["StreamWorkerFunction"]["Properties"]["CodeUri"])
+        [event] = props["Events"].values()
+        self.assertEqual(event["Type"], "Schedule")
+        minutes = int(re.fullmatch(r"rate\((\d+) minutes\)", event["Properties"]["Schedule"]).group(1))
+        self.assertLess(props["Timeout"], minutes * 60, "a run ends before the next starts")
+        self.assertEqual(props["EventInvokeConfig"]["MaximumRetryAttempts"], 0, "the next run is the retry")
+        self.assertNotIn("RECONCILE_SCAN", props["Environment"]["Variables"], "its role may not scan")
+
+    def test_reconcile_waits_until_the_stream_has_given_up(self):
+        age = TEMPLATE["Parameters"]["ReconcileOlderThan"]["Default"]
+        unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[age[-1]]
+        mapping = RESOURCES["StreamWorkerFunction"]["Properties"]["Events"]["Receipts"]["Properties"]
+        self.assertGreater(int(age[:-1]) * unit, mapping["MaximumRecordAgeInSeconds"], "never both on one receipt")
+        env = RESOURCES["ReconcileFunction"]["Properties"]["Environment"]["Variables"]
+        self.assertEqual(env["RECONCILE_OLDER_THAN"], {"Ref": "ReconcileOlderThan"})
+
+
+class Alarms(unittest.TestCase):
+    def test_every_alarm_exists_and_notifies_the_topic(self):
+        alarms = of_type("AWS::CloudWatch::Alarm")
+        found = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]) for a in alarms.values()}
+        for wanted in [
+            ("AWS/Lambda", "IteratorAge"),
+            ("AWS/Lambda", "Errors"),
+            ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+            ("WebhookReceiver", "ReceiptsWaiting"),
+            ("WebhookReceiver", "LeadsFailed"),
+        ]:
+            self.assertIn(wanted, found)
+        for name, alarm in alarms.items():
+            self.assertEqual(alarm["Properties"]["AlarmActions"], [{"Ref": "AlarmTopic"}], name)
+        iterator = [a for a in alarms.values() if a["Properties"]["MetricName"] == "IteratorAge"][0]
+        self.assertEqual(
+            iterator["Properties"]["Dimensions"], [{"Name": "FunctionName", "Value": {"Ref": "StreamWorkerFunction"}}]
+        )
+        errors = {json.dumps(a["Properties"]["Dimensions"]) for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"}
+        self.assertEqual(len(errors), 2, "one per function")
+
+    def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
+        sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()
+        shared = (ROOT / "shared/src/metrics.rs").read_text()
+        for alarm in of_type("AWS::CloudWatch::Alarm").values():
+            props = alarm["Properties"]
+            if props["Namespace"] != "WebhookReceiver":
+                continue
+            self.assertIn(f'pub const NAMESPACE: &str = "{props["Namespace"]}"', shared)
+            self.assertIn(f'"{props["MetricName"]}"', sources)
+            self.assertEqual(props["Dimensions"], [{"Name": "service", "Value": "stream-worker"}])
+        self.assertIn('pub const SERVICE: &str = "stream-worker"', sources)
+
+
+class Readme(unittest.TestCase):
+    def test_the_deploy_section_names_every_parameter_and_output_it_uses(self):
+        readme = (ROOT / "README.md").read_text()
+        section = readme.split("## Deploying", 1)[1].split("\n## ", 1)[0]
+        for parameter in TEMPLATE["Parameters"]:
+            self.assertIn(parameter, section, f"README's Deploying section does not mention {parameter}")
+        script = (ROOT / "scripts/deploy-edge.sh").read_text()
+        for output in re.findall(r"output (\w+)", script):
+            self.assertIn(output, TEMPLATE["Outputs"], f"deploy-edge.sh reads an output the template lacks: {output}")
+
+
+if __name__ == "__main__":
+    unittest.main()

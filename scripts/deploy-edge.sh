@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The Cloudflare half: deploys the edge Worker pointed at the stack `make deploy-aws` made, and
+# gives it its secrets.
+#
+#   scripts/deploy-edge.sh                   deploy; on the first run also create the edge's AWS
+#                                            access key and a sender bearer token (printed once)
+#   scripts/deploy-edge.sh --rotate-aws-key  a new access key for the edge, live in one step,
+#                                            then the old one deactivated (delete it later)
+#   scripts/deploy-edge.sh --dry-run         build and bundle offline, print the upload size
+#
+# STACK names the CloudFormation stack (default: stack_name in samconfig.toml). Needs AWS
+# credentials allowed to read the stack and manage the edge user's keys, and wrangler logged in
+# (`npx wrangler login`, or CLOUDFLARE_API_TOKEN).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=deploy
+case "${1:-}" in
+  --dry-run) mode=dry-run ;;
+  --rotate-aws-key) mode=rotate ;;
+  "") ;;
+  *) echo "usage: $0 [--dry-run | --rotate-aws-key]" >&2; exit 2 ;;
+esac
+say() { printf 'deploy-edge: %s\n' "$*"; }
+wrangler() { WRANGLER_SEND_METRICS=false WRANGLER_HIDE_BANNER=true node_modules/.bin/wrangler "$@"; }
+python=.tools/aws/bin/python
+
+if [ "$mode" = dry-run ]; then
+  # Bundles exactly what `wrangler deploy` would upload ([build] runs scripts/build-edge.sh).
+  CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --outdir target/wrangler-dry-run
+  exit 0
+fi
+
+stack=${STACK:-$(sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml 2>/dev/null | head -1)}
+[ -n "$stack" ] || { echo "deploy-edge: set STACK, or run make deploy-aws first (it writes samconfig.toml)" >&2; exit 1; }
+region=${AWS_REGION:-$(sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml 2>/dev/null | head -1)}
+[ -n "$region" ] || { echo "deploy-edge: set AWS_REGION" >&2; exit 1; }
+
+# output <OutputKey>: a value from the stack's outputs.
+output() {
+  STACK="$stack" REGION="$region" KEY="$1" "$python" -c '
+import os, boto3
+stack = boto3.client("cloudformation", region_name=os.environ["REGION"]).describe_stacks(StackName=os.environ["STACK"])["Stacks"][0]
+print({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}[os.environ["KEY"]])'
+}
+table=$(output ReceiptsTableName)
+user=$(output EdgeUserName)
+say "stack $stack in $region: table $table, edge user $user"
+
+# The table and region live in wrangler.toml's [vars], so any later `wrangler deploy` keeps
+# them (a deploy replaces the Worker's vars with the file's): set them to the stack's.
+toml_var() { sed -n "s/^$1 = \"\(.*\)\"/\1/p" wrangler.toml; }
+if [ "$(toml_var RECEIPTS_TABLE)" != "$table" ] || [ "$(toml_var AWS_REGION)" != "$region" ]; then
+  sed -i "s/^RECEIPTS_TABLE = .*/RECEIPTS_TABLE = \"$table\"/; s/^AWS_REGION = .*/AWS_REGION = \"$region\"/" wrangler.toml
+  say "wrangler.toml now says RECEIPTS_TABLE = \"$table\", AWS_REGION = \"$region\" (commit it)"
+fi
+
+# Writes the edge user's new access key as a wrangler secrets file, once IAM accepts it (a new
+# key can be refused for a few seconds); prints the old keys' IDs.
+new_access_key() {
+  USER_NAME="$user" "$python" -c '
+import json, os, sys, boto3
+iam = boto3.client("iam")
+user = os.environ["USER_NAME"]
+old = [k["AccessKeyId"] for k in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]]
+if len(old) >= 2:
+    sys.exit(f"deploy-edge: {user} already has two access keys (the most IAM allows); delete the inactive one first")
+key = iam.create_access_key(UserName=user)["AccessKey"]
+import time
+sts = boto3.client("sts", aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+for attempt in range(30):
+    try:
+        sts.get_caller_identity()
+        break
+    except Exception:
+        time.sleep(2)
+else:
+    sys.exit(f"deploy-edge: the new key {key['AccessKeyId']} was not accepted within 60 s; nothing was changed in the Worker")
+with open(sys.argv[1], "w") as f:
+    json.dump({"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}, f)
+print(" ".join(old))' "$1"
+}
+secrets_file=$(mktemp)
+trap 'rm -f "$secrets_file"' EXIT
+
+if [ "$mode" = rotate ]; then
+  old=$(new_access_key "$secrets_file")
+  # Both halves of the key in one new version of the Worker: never a mismatched pair.
+  wrangler secret bulk "$secrets_file"
+  say "the Worker signs with the new key; waiting 30 s for the new version to reach every location"
+  sleep 30
+  for id in $old; do
+    USER_NAME="$user" KEY_ID="$id" "$python" -c '
+import os, boto3
+boto3.client("iam").update_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=os.environ["KEY_ID"], Status="Inactive")'
+    say "deactivated the old key $id; once deliveries are answered 202/200, delete it:"
+    say "  aws iam delete-access-key --user-name $user --access-key-id $id"
+  done
+  exit 0
+fi
+
+say "deploying the Worker"
+wrangler deploy
+
+# Which secrets the Worker has. A listing that fails must not pass for "none": that would
+# replace the live sender credential and add a third access key.
+if ! have=$(wrangler secret list --format json); then
+  echo "deploy-edge: could not list the Worker's secrets; nothing was changed" >&2
+  exit 1
+fi
+if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have"; then
+  say "creating the edge's access key (dynamodb:PutItem on $table only)"
+  new_access_key "$secrets_file" >/dev/null
+  wrangler secret bulk "$secrets_file"
+fi
+if ! grep -q '"WEBHOOK_' <<<"$have"; then
+  token=$("$python" -c 'import secrets; print(secrets.token_urlsafe(32))')
+  printf '{"WEBHOOK_BEARER_TOKENS": "%s"}' "$token" >"$secrets_file"
+  wrangler secret bulk "$secrets_file"
+  say "sender credential created. Give Static Forms this header (shown once):"
+  say "  Authorization: Bearer $token"
+fi
+say "done: GET https://<your worker>/healthz answers 200 when the configuration is complete"
