@@ -181,21 +181,12 @@ pub fn describe(item: &Item, payload: bool) -> Value {
     let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
     let receipt = Receipt::from_item(item);
     let lead_key = receipt.as_ref().ok().and_then(|r| lead_from_receipt(r).ok()).map(|lead| lead.external_id);
-    let mut shown = json!({
-        "submissionId": text("submissionId"),
-        "key": text("pk"),
-        "status": text("status"),
-        "receivedAt": text("receivedAt"),
-        "completedAt": text("completedAt"),
-        "failedAt": text("failedAt"),
-        "failureReason": text("failureReason"),
-        "redrivenAt": text("redrivenAt"),
-        "requestId": text("requestId"),
-        "fingerprint": text("fingerprint"),
-        "expiresAt": item.get("expiresAt").and_then(|v| v.as_n()).and_then(|n| n.parse::<i64>().ok()),
-        "leadKey": lead_key,
-        "readable": receipt.is_ok(),
-    });
+    let mut shown = summary(item);
+    shown["key"] = json!(text("pk"));
+    shown["fingerprint"] = json!(text("fingerprint"));
+    shown["expiresAt"] = json!(item.get("expiresAt").and_then(|v| v.as_n()).and_then(|n| n.parse::<i64>().ok()));
+    shown["leadKey"] = json!(lead_key);
+    shown["readable"] = json!(receipt.is_ok());
     if payload {
         shown["payload"] =
             receipt.ok().and_then(|r| serde_json::from_str(&r.payload.to_text()).ok()).unwrap_or(Value::Null);
@@ -251,24 +242,22 @@ pub fn list_table(items: &[Item]) -> String {
 
 /// Listed receipts for scripts.
 pub fn list_json(items: &[Item]) -> Value {
-    Value::Array(
-        items
-            .iter()
-            .map(|item| {
-                let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
-                json!({
-                    "submissionId": text("submissionId"),
-                    "status": text("status"),
-                    "receivedAt": text("receivedAt"),
-                    "completedAt": text("completedAt"),
-                    "failedAt": text("failedAt"),
-                    "failureReason": text("failureReason"),
-                    "redrivenAt": text("redrivenAt"),
-                    "requestId": text("requestId"),
-                })
-            })
-            .collect(),
-    )
+    Value::Array(items.iter().map(summary).collect())
+}
+
+/// A receipt's identifiers, status, times and failure reason (what `list` reads).
+fn summary(item: &Item) -> Value {
+    let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
+    json!({
+        "submissionId": text("submissionId"),
+        "status": text("status"),
+        "receivedAt": text("receivedAt"),
+        "completedAt": text("completedAt"),
+        "failedAt": text("failedAt"),
+        "failureReason": text("failureReason"),
+        "redrivenAt": text("redrivenAt"),
+        "requestId": text("requestId"),
+    })
 }
 
 /// `text` cut to `max` characters, escaped so a table stays one line per receipt.
