@@ -204,6 +204,7 @@ class Reconcile(unittest.TestCase):
         minutes = int(re.fullmatch(r"rate\((\d+) minutes\)", event["Properties"]["Schedule"]).group(1))
         self.assertLess(props["Timeout"], minutes * 60, "a run ends before the next starts")
         self.assertEqual(props["EventInvokeConfig"]["MaximumRetryAttempts"], 0, "the next run is the retry")
+        self.assertLessEqual(props["EventInvokeConfig"]["MaximumEventAgeInSeconds"], minutes * 60, "no late runs")
         self.assertNotIn("RECONCILE_SCAN", props["Environment"]["Variables"], "its role may not scan")
 
     def test_reconcile_waits_until_the_stream_has_given_up(self):
@@ -211,6 +212,11 @@ class Reconcile(unittest.TestCase):
         unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[age[-1]]
         mapping = RESOURCES["StreamWorkerFunction"]["Properties"]["Events"]["Receipts"]["Properties"]
         self.assertGreater(int(age[:-1]) * unit, mapping["MaximumRecordAgeInSeconds"], "never both on one receipt")
+        # The worker's redrive knows the same age (a RECEIVED receipt younger may be in the stream).
+        operate = (ROOT / "stream-worker/src/operate.rs").read_text()
+        self.assertIn(
+            f"STREAM_MAX_RECORD_AGE: Duration = Duration::from_secs({mapping['MaximumRecordAgeInSeconds']:_})", operate
+        )
         env = RESOURCES["ReconcileFunction"]["Properties"]["Environment"]["Variables"]
         self.assertEqual(env["RECONCILE_OLDER_THAN"], {"Ref": "ReconcileOlderThan"})
 

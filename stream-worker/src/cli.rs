@@ -13,7 +13,7 @@ usage:
                                                  settle receipts still RECEIVED after <age>
   stream-worker receipts list [--status RECEIVED|COMPLETED|FAILED] [--since <time|age>] [--json]
   stream-worker receipts show <submissionId> [--payload] [--json]
-  stream-worker receipts redrive (<submissionId> | --status FAILED) [--wait <age>] [--json]
+  stream-worker receipts redrive (<submissionId> | --status FAILED) [--wait <age>] [--force] [--json]
 <age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
 (2026-11-30T06:00:00Z). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
 
@@ -31,8 +31,9 @@ pub enum Command {
     /// `receipts show`.
     Show { submission_id: String, payload: bool, json: bool },
     /// `receipts redrive`: one submission, or every receipt with a status; how long to wait for
-    /// the stream's verdict on a reopened receipt (default 60 s).
-    Redrive { target: RedriveTarget, wait: Duration, json: bool },
+    /// the stream's verdict on a reopened receipt (default 60 s); `force`: settle a `RECEIVED`
+    /// receipt even while the stream may still retry it.
+    Redrive { target: RedriveTarget, wait: Duration, force: bool, json: bool },
 }
 
 /// `--since`: a time, or an age before now.
@@ -71,6 +72,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--json" => options.json = true,
             "--scan" if command == "reconcile" => options.scan = true,
             "--payload" if command == "show" => options.payload = true,
+            "--force" if command == "redrive" => options.force = true,
             "--older-than" if command == "reconcile" => options.older_than = Some(age(&value(word)?)?),
             "--wait" if command == "redrive" => options.wait = Some(age(&value(word)?)?),
             "--status" if command == "list" || command == "redrive" => options.status = Some(status(&value(word)?)?),
@@ -80,7 +82,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         }
     }
     let json = options.json;
-    let wait = options.wait.unwrap_or(REDRIVE_WAIT);
+    let (wait, force) = (options.wait.unwrap_or(REDRIVE_WAIT), options.force);
     match (command, positional.as_slice()) {
         ("reconcile", []) => match options.older_than {
             Some(older_than) => Ok(Command::Reconcile { older_than, scan: options.scan, json }),
@@ -90,10 +92,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         ("show", [id]) => Ok(Command::Show { submission_id: id.clone(), payload: options.payload, json }),
         ("show", _) => Err("receipts show needs one submission ID".into()),
         ("redrive", [id]) if options.status.is_none() => {
-            Ok(Command::Redrive { target: RedriveTarget::One(id.clone()), wait, json })
+            Ok(Command::Redrive { target: RedriveTarget::One(id.clone()), wait, force, json })
         }
         ("redrive", []) => match options.status {
-            Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait, json }),
+            Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait, force, json }),
             Some(_) => Err("receipts redrive --status takes only FAILED".into()),
             None => Err("receipts redrive needs a submission ID or --status FAILED".into()),
         },
@@ -106,6 +108,7 @@ struct Options {
     json: bool,
     scan: bool,
     payload: bool,
+    force: bool,
     older_than: Option<Duration>,
     wait: Option<Duration>,
     status: Option<ReceiptStatus>,
@@ -200,12 +203,17 @@ mod tests {
             Ok(Command::Show { submission_id: "sub_1".into(), payload: true, json: false })
         );
         assert_eq!(
-            parse(&args("receipts redrive sub_1 --json")),
-            Ok(Command::Redrive { target: RedriveTarget::One("sub_1".into()), wait: REDRIVE_WAIT, json: true })
+            parse(&args("receipts redrive sub_1 --json --force")),
+            Ok(Command::Redrive {
+                target: RedriveTarget::One("sub_1".into()),
+                wait: REDRIVE_WAIT,
+                force: true,
+                json: true
+            })
         );
         assert_eq!(
             parse(&args("receipts redrive --status FAILED --wait 0s")),
-            Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait: Duration::ZERO, json: false })
+            Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait: Duration::ZERO, force: false, json: false })
         );
     }
 

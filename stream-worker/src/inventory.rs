@@ -204,10 +204,9 @@ impl DynamoReceipts {
     }
 
     /// Moves the `FAILED` receipt `key` (the one received at `received_at`) back to
-    /// `RECEIVED`, into the `pending` index, noting `redrivenAt` (`now`). `Ok(false)` when it is
-    /// no longer that `FAILED` receipt (redriven or replaced meanwhile) or is past its expiry
-    /// (`now_secs`, TTL's to delete): nothing was written.
-    pub async fn reopen(&self, key: &str, received_at: &str, now: &str, now_secs: u64) -> Result<bool, OperateError> {
+    /// `RECEIVED`, into the `pending` index, noting `redrivenAt` (`now`), if it is still that
+    /// `FAILED` receipt and not past its expiry (`now_secs`: TTL's to delete).
+    pub async fn reopen(&self, key: &str, received_at: &str, now: &str, now_secs: u64) -> Result<Reopen, OperateError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let update = self
             .client
@@ -227,13 +226,37 @@ impl DynamoReceipts {
             .expression_attribute_values(":received", s(ReceiptStatus::Received.as_str()))
             .expression_attribute_values(":shard", s(&pending_shard(key)))
             .expression_attribute_values(":now", s(now))
-            .expression_attribute_values(":nowSecs", AttributeValue::N(now_secs.to_string()));
+            .expression_attribute_values(":nowSecs", AttributeValue::N(now_secs.to_string()))
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            );
         match update.send().await {
-            Ok(_) => Ok(true),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Ok(false)
-            }
-            Err(error) => Err(operate_error(&self.table, &error)),
+            Ok(_) => Ok(Reopen::Done),
+            Err(error) => match error.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
+                    failed,
+                )) => {
+                    // The item as it was: still that FAILED receipt means only its expiry failed.
+                    let text = |name: &str| match failed.item().and_then(|i| i.get(name)) {
+                        Some(AttributeValue::S(value)) => Some(value.as_str()),
+                        _ => None,
+                    };
+                    let same = text("receivedAt") == Some(received_at) && text("status") == Some("FAILED");
+                    Ok(if same { Reopen::Expired } else { Reopen::Changed })
+                }
+                _ => Err(operate_error(&self.table, &error)),
+            },
         }
     }
+}
+
+/// What [`DynamoReceipts::reopen`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reopen {
+    /// The receipt is `RECEIVED` again, in the `pending` index.
+    Done,
+    /// It is no longer that `FAILED` receipt (redriven, replaced or deleted meanwhile).
+    Changed,
+    /// It is past its expiry: TTL's to delete, not to bring back.
+    Expired,
 }

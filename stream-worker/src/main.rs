@@ -87,8 +87,8 @@ async fn main() -> anyhow::Result<()> {
             print_out(if json { format!("{}\n", report.to_json()) } else { report.to_text() });
             Ok(())
         }
-        Command::Redrive { target, wait, json } => {
-            let all_failed = matches!(target, RedriveTarget::AllFailed);
+        Command::Redrive { target, wait, force, json } => {
+            let only_failed = matches!(target, RedriveTarget::AllFailed);
             let ids = match target {
                 RedriveTarget::One(id) => vec![id],
                 RedriveTarget::AllFailed => {
@@ -99,25 +99,8 @@ async fn main() -> anyhow::Result<()> {
                         .collect()
                 }
             };
-            let mut results = Vec::new();
-            let mut report = progress("redrive");
-            for (done, id) in ids.iter().enumerate() {
-                let result = match operate::redrive(&handler, id, wait).await {
-                    Ok(result) => result,
-                    // Deleted (TTL) since the listing: nothing left to redrive; go on.
-                    Err(stream_worker::inventory::OperateError::UnknownSubmission { .. }) if all_failed => {
-                        operate::Redriven {
-                            submission_id: id.clone(),
-                            was: "FAILED".into(),
-                            outcome: "receipt_gone",
-                            reason: None,
-                        }
-                    }
-                    Err(error) => return Err(error.into()),
-                };
-                results.push(result);
-                report(done + 1, ids.len());
-            }
+            let mode = operate::RedriveMode { only_failed, force, wait };
+            let results = operate::redrive(&handler, &ids, mode, progress("redrive")).await?;
             let text = if json {
                 format!("{}\n", serde_json::Value::Array(results.iter().map(operate::Redriven::to_json).collect()))
             } else {

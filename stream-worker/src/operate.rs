@@ -7,14 +7,14 @@ use serde_json::{json, Value};
 use shared::dynamo::Item;
 use shared::key::expected_key;
 use shared::lead::lead_from_receipt;
-use shared::receipt::{Receipt, ReceiptStatus};
+use shared::receipt::{waiting_since, Receipt, ReceiptStatus};
 use shared::time::iso8601_millis;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::handler::Handler;
-use crate::inventory::OperateError;
+use crate::inventory::{OperateError, Reopen};
 use crate::metrics::{now_millis, Tally, SERVICE};
 use crate::receipts::DynamoReceipts;
 use crate::sink::LeadSink;
@@ -22,7 +22,8 @@ use crate::sink::LeadSink;
 /// What one reconcile run found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReconcileReport {
-    /// Receipts still `RECEIVED` and older than the threshold when the run began.
+    /// Receipts the `pending` index (or the scan) listed as received before the threshold when
+    /// the run began (some may turn out finished or redriven since: `skipped`).
     pub overdue: u64,
     /// What settling them did (completed, failed, already finished, retried).
     pub tally: Tally,
@@ -104,6 +105,11 @@ pub async fn reconcile<S: LeadSink + Sync>(
     Ok(report)
 }
 
+/// The event source mapping's `MaximumRecordAgeInSeconds` in `template.yaml`: past this the
+/// stream has given up on a receipt's record, and nothing but reconcile or a redrive will call
+/// the sink for it.
+pub const STREAM_MAX_RECORD_AGE: Duration = Duration::from_secs(3_600);
+
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redriven {
@@ -113,7 +119,9 @@ pub struct Redriven {
     pub was: String,
     /// `completed` or `failed` (settled), `reopened` (the stream has not settled it within the
     /// wait), `already_completed`, `changed_meanwhile` (another redrive or a replacement got
-    /// there first), `retry_later`, `receipt_gone`.
+    /// there first), `expired` (past its TTL: not brought back), `in_stream` (`RECEIVED` and
+    /// younger than the stream's maximum record age: the stream may be retrying it now; use
+    /// `--force`), `retry_later`, `receipt_gone`.
     pub outcome: &'static str,
     /// Why it failed or waits, when it did.
     pub reason: Option<String>,
@@ -125,53 +133,117 @@ impl Redriven {
     }
 }
 
-/// Reprocesses the receipt of `submission_id`.
+/// How `redrive` treats a receipt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedriveMode {
+    /// Only `FAILED` receipts (`--status FAILED`): one found otherwise changed meanwhile.
+    pub only_failed: bool,
+    /// Settle a `RECEIVED` receipt even when the stream may still be retrying it.
+    pub force: bool,
+    /// How long to wait for the stream's verdicts on reopened receipts.
+    pub wait: Duration,
+}
+
+/// Reprocesses the receipts of `submission_ids`.
 ///
-/// A `FAILED` one is moved back to `RECEIVED` (conditionally, so two redrives do not both
-/// reopen it, and never past its expiry), which the stream sees as a new waiting receipt and
-/// settles on the handler's path: only the stream calls the sink for it, so no two calls for
-/// one submission race. Then this waits up to `wait` for the stream's verdict. A `RECEIVED`
-/// one (the stream gave up on it) is settled here, at once, on the same path; a `COMPLETED` one
-/// is left alone.
+/// A `FAILED` one is moved back to `RECEIVED` (conditionally: still that `FAILED` receipt, and
+/// not expired), which the stream sees as a new waiting receipt and settles on the handler's
+/// path: only the stream calls the sink for it, so no two calls for one submission race. Then
+/// this waits up to `mode.wait` for the stream's verdicts, all receipts at once. A `RECEIVED`
+/// one older than [`STREAM_MAX_RECORD_AGE`] (the stream gave up on it), or any with
+/// `mode.force`, is settled here on the same path; a `COMPLETED` one is left alone.
+/// `progress(done, total)` is called as receipts are reopened or settled.
 pub async fn redrive<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
-    submission_id: &str,
-    wait: Duration,
-) -> Result<Redriven, OperateError> {
-    let key = expected_key(submission_id);
-    let item = handler.receipts.find(&key, submission_id).await?;
-    let text = |name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("").to_owned();
-    let was = text("status");
-    let done =
-        |outcome, reason| Redriven { submission_id: submission_id.to_owned(), was: was.clone(), outcome, reason };
-    match ReceiptStatus::parse(&was) {
-        Some(ReceiptStatus::Completed) => Ok(done("already_completed", None)),
-        Some(ReceiptStatus::Failed) => {
-            let now = now_millis();
-            if !handler.receipts.reopen(&key, &text("receivedAt"), &iso8601_millis(now), now / 1000).await? {
-                return Ok(done("changed_meanwhile", None));
+    submission_ids: &[String],
+    mode: RedriveMode,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Redriven>, OperateError> {
+    let mut results = Vec::new();
+    let mut reopened = Vec::new();
+    for (done, submission_id) in submission_ids.iter().enumerate() {
+        let key = expected_key(submission_id);
+        let item = match handler.receipts.find(&key, submission_id).await {
+            Ok(item) => item,
+            // Deleted (TTL) since the listing: nothing left to redrive.
+            Err(OperateError::UnknownSubmission { .. }) if mode.only_failed => {
+                results.push(Redriven::of(submission_id, "FAILED", "receipt_gone", None));
+                continue;
             }
-            let until = Instant::now() + wait;
-            while Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(500).min(wait)).await;
-                let item = match handler.receipts.find(&key, submission_id).await {
-                    Ok(item) => item,
-                    Err(OperateError::UnknownSubmission { .. }) => return Ok(done("receipt_gone", None)),
-                    Err(other) => return Err(other),
-                };
-                let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
-                match text("status").as_deref() {
-                    Some("COMPLETED") => return Ok(done("completed", None)),
-                    Some("FAILED") => return Ok(done("failed", text("failureReason"))),
-                    _ => {}
+            Err(error) => return Err(error),
+        };
+        let text = |name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("").to_owned();
+        let was = text("status");
+        let done_with = |outcome, reason| Redriven::of(submission_id, &was, outcome, reason);
+        let result = match ReceiptStatus::parse(&was) {
+            Some(ReceiptStatus::Completed) => done_with("already_completed", None),
+            Some(ReceiptStatus::Failed) => {
+                let now = now_millis();
+                match handler.receipts.reopen(&key, &text("receivedAt"), &iso8601_millis(now), now / 1000).await? {
+                    Reopen::Done => {
+                        reopened.push((results.len(), key));
+                        done_with("reopened", Some("the stream has not settled it yet".into()))
+                    }
+                    Reopen::Changed => done_with("changed_meanwhile", None),
+                    Reopen::Expired => done_with("expired", None),
                 }
             }
-            Ok(done("reopened", Some("the stream has not settled it yet".into())))
+            _ if mode.only_failed => done_with("changed_meanwhile", None),
+            Some(ReceiptStatus::Received) | None => {
+                let stream_gave_up =
+                    iso8601_millis(now_millis().saturating_sub(STREAM_MAX_RECORD_AGE.as_millis() as u64));
+                let young = waiting_since(&item).is_none_or(|since| since > stream_gave_up.as_str());
+                if young && !mode.force {
+                    done_with("in_stream", Some("the stream may be retrying it; wait, or use --force".into()))
+                } else {
+                    match handler.settle_key(&key, None, None).await {
+                        Ok((outcome, reason)) => done_with(outcome, reason.map(str::to_owned)),
+                        Err(reason) => done_with("retry_later", Some(reason.to_owned())),
+                    }
+                }
+            }
+        };
+        results.push(result);
+        progress(done + 1, submission_ids.len());
+    }
+    await_verdicts(handler, &mut results, reopened, mode.wait).await;
+    Ok(results)
+}
+
+/// Polls the reopened receipts (index into `results`, key) until the stream has settled each
+/// or `wait` is over; a receipt whose read fails stays `reopened`.
+async fn await_verdicts<S: LeadSink + Sync>(
+    handler: &Handler<S, DynamoReceipts>,
+    results: &mut [Redriven],
+    mut waiting: Vec<(usize, String)>,
+    wait: Duration,
+) {
+    let until = Instant::now() + wait;
+    while !waiting.is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(500).min(wait)).await;
+        let mut still = Vec::new();
+        for (index, key) in waiting {
+            let result = &mut results[index];
+            match handler.receipts.find(&key, &result.submission_id).await {
+                Ok(item) => {
+                    let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
+                    match text("status").as_deref() {
+                        Some("COMPLETED") => (result.outcome, result.reason) = ("completed", None),
+                        Some("FAILED") => (result.outcome, result.reason) = ("failed", text("failureReason")),
+                        _ => still.push((index, key)),
+                    }
+                }
+                Err(OperateError::UnknownSubmission { .. }) => (result.outcome, result.reason) = ("receipt_gone", None),
+                Err(_) => still.push((index, key)),
+            }
         }
-        Some(ReceiptStatus::Received) | None => Ok(match handler.settle_key(&key, None, None).await {
-            Ok((outcome, reason)) => done(outcome, reason.map(str::to_owned)),
-            Err(reason) => done("retry_later", Some(reason.to_owned())),
-        }),
+        waiting = still;
+    }
+}
+
+impl Redriven {
+    fn of(submission_id: &str, was: &str, outcome: &'static str, reason: Option<String>) -> Redriven {
+        Redriven { submission_id: submission_id.to_owned(), was: was.to_owned(), outcome, reason }
     }
 }
 

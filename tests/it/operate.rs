@@ -193,8 +193,8 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let w = world();
     let config = sdk_config(&w.store, &w.key).await;
     let sqlite = || SinkConfig::Sqlite { path: w.leads_db().display().to_string() };
-    w.deliver("sub_ok", 7_200_000);
-    w.deliver("sub_bad", 30_000);
+    w.deliver("sub_bad", 3 * 3_600_000);
+    w.deliver("sub_ok", 2 * 3_600_000);
     w.deliver("sub_bad_2", 20_000);
     // The stream's pass: the sink refuses sub_bad and sub_bad_2 (FAILED), writes sub_ok.
     let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
@@ -207,12 +207,12 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
 
     let listed = w.json(&["receipts", "list", "--json"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["sub_ok", "sub_bad", "sub_bad_2"], "oldest first");
+    assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2"], "oldest first");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
     assert_eq!(failed.as_array().unwrap().len(), 2);
     assert_eq!(failed[0]["failureReason"], "sink_rejected");
     assert!(failed[0]["failedAt"].is_string());
-    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
+    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 1);
     let table = w.run(&["receipts", "list"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.starts_with("SUBMISSION ID") && table.contains("sink_rejected") && table.ends_with("3 receipt(s)\n"));
@@ -236,6 +236,13 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let item = w.store.get(TABLE, &delivery::key("sub_bad")).unwrap();
     assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
     assert!(item.get(shared::receipt::PENDING_SHARD).is_some(), "back in the pending index: {item}");
+    // Received 3 hours ago but waiting only since now: reconcile leaves it to the stream.
+    let left = w.json(&["reconcile", "--older-than", "1h", "--json"]);
+    assert_eq!(
+        (left["overdue"].as_u64(), left["skipped"].as_u64(), left["completed"].as_u64()),
+        (Some(1), Some(1), Some(0))
+    );
+    assert_eq!(w.status("sub_bad"), "RECEIVED");
     // The stream takes the reopened receipt (its MODIFY record is a waiting receipt).
     worker::drain(&poller, &healthy).await;
     assert_eq!(w.status("sub_bad"), "COMPLETED");
@@ -243,11 +250,11 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
 
     // Every FAILED one, waiting for the stream's verdict while the stream runs.
     let redrive = {
-        let args = ["receipts", "redrive", "--status", "FAILED", "--wait", "60s", "--json"];
+        let args = ["receipts", "redrive", "--status", "FAILED", "--wait", "120s", "--json"];
         let mut binary = w.command(&args);
         std::thread::spawn(move || binary.output().unwrap())
     };
-    for _ in 0..100 {
+    for _ in 0..300 {
         poller.pass(&healthy).await.unwrap();
         if w.status("sub_bad_2") == "COMPLETED" {
             break;
@@ -268,11 +275,26 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]), Value::Array(vec![]));
     assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_bad_2", 1), lead("sub_ok", 1)]);
 
-    // A receipt still RECEIVED (the stream gave up on it) is settled by the redrive itself.
-    w.deliver("sub_stuck", 60_000);
-    let settled = w.json(&["receipts", "redrive", "sub_stuck", "--json"]);
-    assert_eq!((settled[0]["was"].as_str(), settled[0]["outcome"].as_str()), (Some("RECEIVED"), Some("completed")));
-    assert_eq!(w.leads().len(), 4);
+    // A receipt still RECEIVED is settled by the redrive itself once the stream has given up
+    // on it (older than its maximum record age), or with --force; younger, it may be in the
+    // stream's hands, and two sink calls for one submission must not race.
+    w.deliver("sub_young", 60_000);
+    let young = w.json(&["receipts", "redrive", "sub_young", "--json"]);
+    assert_eq!((young[0]["was"].as_str(), young[0]["outcome"].as_str()), (Some("RECEIVED"), Some("in_stream")));
+    assert_eq!(w.status("sub_young"), "RECEIVED");
+    let forced = w.json(&["receipts", "redrive", "sub_young", "--force", "--json"]);
+    assert_eq!(forced[0]["outcome"], "completed");
+    w.deliver("sub_stuck", 2 * 3_600_000);
+    assert_eq!(w.json(&["receipts", "redrive", "sub_stuck", "--json"])[0]["outcome"], "completed");
+    assert_eq!(w.leads().len(), 5);
+
+    // A FAILED receipt past its expiry (TTL has not swept it yet) is not brought back.
+    let mut expired = receipt(&delivery::body("sub_expired", "x", 1), now_millis() - 40 * 86_400_000).to_item();
+    expired.insert("status".into(), shared::dynamo::AttributeValue::S("FAILED".into()));
+    expired.remove(shared::receipt::PENDING_SHARD);
+    put_item(&w.store, TABLE, &expired);
+    assert_eq!(w.json(&["receipts", "redrive", "sub_expired", "--json"])[0]["outcome"], "expired");
+    assert_eq!(w.status("sub_expired"), "FAILED");
 }
 
 #[test]
