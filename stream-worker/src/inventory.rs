@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use shared::dynamo::Item;
 use shared::receipt::{pending_shard, ReceiptStatus, PENDING_INDEX, PENDING_SHARD, PENDING_SHARDS};
 
-use crate::receipts::{from_sdk, DynamoReceipts};
+use crate::receipts::{from_sdk, old_text, DynamoReceipts};
 
 /// Why an operator command could not do its work. Messages name the table and what to check,
 /// never a credential or form content.
@@ -237,10 +237,7 @@ impl DynamoReceipts {
                     failed,
                 )) => {
                     // The item as it was: still that FAILED receipt means only its expiry failed.
-                    let text = |name: &str| match failed.item().and_then(|i| i.get(name)) {
-                        Some(AttributeValue::S(value)) => Some(value.as_str()),
-                        _ => None,
-                    };
+                    let text = |name| old_text(failed.item(), name);
                     let same = text("receivedAt") == Some(received_at) && text("status") == Some("FAILED");
                     Ok(if same { Reopen::Expired } else { Reopen::Changed })
                 }

@@ -128,6 +128,11 @@ pub struct Redriven {
 }
 
 impl Redriven {
+    fn of(submission_id: &str, was: &str, outcome: &'static str, reason: Option<String>) -> Redriven {
+        Redriven { submission_id: submission_id.to_owned(), was: was.to_owned(), outcome, reason }
+    }
+
+    /// The result for scripts.
     pub fn to_json(&self) -> Value {
         json!({"submissionId": self.submission_id, "was": self.was, "outcome": self.outcome, "reason": self.reason})
     }
@@ -238,12 +243,6 @@ async fn await_verdicts<S: LeadSink + Sync>(
             }
         }
         waiting = still;
-    }
-}
-
-impl Redriven {
-    fn of(submission_id: &str, was: &str, outcome: &'static str, reason: Option<String>) -> Redriven {
-        Redriven { submission_id: submission_id.to_owned(), was: was.to_owned(), outcome, reason }
     }
 }
 

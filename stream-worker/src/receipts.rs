@@ -1,5 +1,6 @@
 //! Marking receipts `COMPLETED` or `FAILED`, only if they are still the receipt the record saw.
 
+use std::collections::HashMap;
 use std::future::Future;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -119,10 +120,7 @@ impl ReceiptStore for DynamoReceipts {
                 )) => {
                     // The item as it was tells "already finished" (same receipt, another
                     // status) from "gone" (deleted, or replaced by a newer receipt).
-                    let text = |name: &str| match failed.item().and_then(|i| i.get(name)) {
-                        Some(AttributeValue::S(value)) => Some(value.as_str()),
-                        _ => None,
-                    };
+                    let text = |name| old_text(failed.item(), name);
                     let same = text("receivedAt") == Some(received_at);
                     let finished = matches!(text("status"), Some("COMPLETED" | "FAILED"));
                     Ok(if same && finished { Marked::AlreadyFinished } else { Marked::Gone })
@@ -131,6 +129,14 @@ impl ReceiptStore for DynamoReceipts {
                 None => Err(ReceiptStoreError("receipt_store_unreachable")),
             },
         }
+    }
+}
+
+/// The string attribute `name` of the item a failed condition returned (`ALL_OLD`), if any.
+pub(crate) fn old_text<'a>(item: Option<&'a HashMap<String, AttributeValue>>, name: &str) -> Option<&'a str> {
+    match item?.get(name)? {
+        AttributeValue::S(value) => Some(value),
+        _ => None,
     }
 }
 
