@@ -6,14 +6,22 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::stub_http::{StubRequest, StubResponse, StubServer};
+use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 
 /// HubSpot as its API documents it, for the calls the sink makes: contacts unique by email
 /// (upsert by `email`; a create with an existing email is 409 `CONFLICT`), tickets upserted by
 /// a unique ticket property (which must exist and be unique: else 400 `VALIDATION_ERROR`,
-/// `PROPERTY_DOESNT_EXIST`), per-input errors as 207, v4 default associations, the properties
-/// API, and rate limits as 429 with `policyName` and the `X-HubSpot-RateLimit-*` headers (no
-/// `Retry-After`, which HubSpot documents only for other answers).
+/// `PROPERTY_DOESNT_EXIST`), on both upserts `properties[idProperty]`, when given, equal to the
+/// `id` (else 400 `VALIDATION_ERROR`), per-input errors as 207 (an email without `@` is
+/// `INVALID_EMAIL`), v4 default associations, the properties API, and rate limits as 429 with
+/// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
+/// documents only for other answers). Sources: developers.hubspot.com "Error handling" (429,
+/// 502/504, 503; the `status`/`category`/`message` body), "Using object APIs" (batch upsert).
+///
+/// Knobs: `fail_next` (any status; 429 with the `RATE_LIMIT` body), `conflicting_emails` (a
+/// contact upsert naming one answers 409 `CONFLICT`, as HubSpot does when the email is taken by
+/// another record, e.g. as its secondary email: the same answer on every attempt) and
+/// `refuse_inputs` (per-input 207 errors by input `id`).
 pub struct HubSpotStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<HubSpotState>>,
@@ -31,10 +39,17 @@ pub struct HubSpotState {
     pub ticket_property: Option<(String, bool)>,
     /// Requests answered so far.
     pub requests: usize,
-    /// Answer this many requests with 429 first.
+    /// Answer the next requests with a failure, before anything else (see [`FailNext`]).
+    pub fail_next: FailNext,
+    /// Answer this many requests with 429 first (after `fail_next`): `fail_next` with 429.
     pub throttle_first: usize,
-    /// Answer this many requests with 502 first (after any throttling).
+    /// Answer this many requests with 502 first (after any throttling): `fail_next` with 502.
     pub fail_first: usize,
+    /// Emails (any case) whose contact upsert answers 409 `CONFLICT`, every time.
+    pub conflicting_emails: BTreeSet<String>,
+    /// Per-input errors by batch input `id` (a contact's email, a ticket's submission ID),
+    /// answered in a 207 as HubSpot answers an input it refuses.
+    pub refuse_inputs: BTreeMap<String, Value>,
     next_id: u64,
 }
 
@@ -51,6 +66,40 @@ impl HubSpotState {
             .find(|(_, c)| c["email"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(email)))
             .map(|(id, _)| id.clone())
     }
+}
+
+/// HubSpot's answer with `status` for a request it did not serve: 429 with the `RATE_LIMIT`
+/// body and rate limit headers, anything else (502/504 timeouts, 503, 500) with the common
+/// error body; `Retry-After` when given.
+fn hubspot_failure(status: u16, retry_after: Option<String>) -> StubResponse {
+    let mut response = if status == 429 {
+        let mut response = StubResponse::json(
+            429,
+            json!({
+                "status": "error", "message": "You have reached your ten_secondly_rolling limit.",
+                "errorType": "RATE_LIMIT", "policyName": "TEN_SECONDLY_ROLLING"
+            }),
+        );
+        response.headers = vec![
+            ("X-HubSpot-RateLimit-Max".into(), "100".into()),
+            ("X-HubSpot-RateLimit-Remaining".into(), "0".into()),
+            ("X-HubSpot-RateLimit-Interval-Milliseconds".into(), "10000".into()),
+        ];
+        response
+    } else {
+        let message = match status {
+            500 => "Internal Server Error",
+            502 => "Bad Gateway",
+            503 => "Service Unavailable",
+            504 => "Gateway Timeout",
+            _ => "error",
+        };
+        StubResponse::json(status, json!({"status": "error", "message": message}))
+    };
+    if let Some(seconds) = retry_after {
+        response.headers.push(("Retry-After".into(), seconds));
+    }
+    response
 }
 
 fn validation_error(message: &str, code: &str) -> StubResponse {
@@ -74,25 +123,16 @@ impl HubSpotStandIn {
         let server = StubServer::start(move |request: StubRequest| {
             let mut state = shared.lock().unwrap();
             state.requests += 1;
+            if let Some((status, retry_after)) = state.fail_next.take() {
+                return hubspot_failure(status, retry_after);
+            }
             if state.throttle_first > 0 {
                 state.throttle_first -= 1;
-                let mut response = StubResponse::json(
-                    429,
-                    json!({
-                        "status": "error", "message": "You have reached your ten_secondly_rolling limit.",
-                        "errorType": "RATE_LIMIT", "policyName": "TEN_SECONDLY_ROLLING"
-                    }),
-                );
-                response.headers = vec![
-                    ("X-HubSpot-RateLimit-Max".into(), "100".into()),
-                    ("X-HubSpot-RateLimit-Remaining".into(), "0".into()),
-                    ("X-HubSpot-RateLimit-Interval-Milliseconds".into(), "10000".into()),
-                ];
-                return response;
+                return hubspot_failure(429, None);
             }
             if state.fail_first > 0 {
                 state.fail_first -= 1;
-                return StubResponse::json(502, json!({"status": "error", "message": "Bad Gateway"}));
+                return hubspot_failure(502, None);
             }
             if request.header("authorization") != Some(&format!("Bearer {token}")) {
                 return StubResponse::json(401, json!({"status": "error", "category": "INVALID_AUTHENTICATION"}));
@@ -155,9 +195,29 @@ impl HubSpotStandIn {
                                     "PROPERTY_DOESNT_EXIST",
                                 );
                             }
+                            // As for tickets: the ID property's value, when given, is the ID.
+                            if properties.get("email").is_some_and(|v| v.as_str() != Some(id.as_str())) {
+                                return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                            }
+                            if state.conflicting_emails.iter().any(|e| e.eq_ignore_ascii_case(&id)) {
+                                return StubResponse::json(
+                                    409,
+                                    json!({
+                                        "status": "error", "category": "CONFLICT",
+                                        "message": "Contact already exists. Existing ID: 901"
+                                    }),
+                                );
+                            }
+                            if let Some(error) = state.refuse_inputs.get(&id).cloned() {
+                                errors.push(error);
+                                continue;
+                            }
                             if !id.contains('@') {
-                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR",
-                                    "message": format!("Email address {id} is invalid"), "context": {"id": [id]}}));
+                                errors.push(
+                                    json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_EMAIL",
+                                    "message": format!("Email address {id} is invalid"),
+                                    "context": {"id": [id], "propertyName": ["email"]}}),
+                                );
                                 continue;
                             }
                             let (contact_id, created) = match state.contact_by_email(&id) {
@@ -191,6 +251,10 @@ impl HubSpotStandIn {
                             }
                             if properties.get(id_property).and_then(Value::as_str) != Some(id.as_str()) {
                                 return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                            }
+                            if let Some(error) = state.refuse_inputs.get(&id).cloned() {
+                                errors.push(error);
+                                continue;
                             }
                             if properties.get("hs_pipeline").and_then(Value::as_str) == Some("0")
                                 && !["1", "2", "4"].contains(
@@ -253,11 +317,24 @@ impl HubSpotStandIn {
         });
         HubSpotStandIn { server, state }
     }
+
+    /// Answers the next requests with `failure` (429 with the `RATE_LIMIT` body, 5xx, ...).
+    pub fn fail_next(&self, failure: FailNext) {
+        self.state.lock().unwrap().fail_next = failure;
+    }
 }
 
 /// Salesforce's Lead upsert by an external ID field, behind the OAuth 2.0 client credentials
 /// flow: tokens come from `/services/oauth2/token`, and expire on demand (`expire_tokens`), as
-/// sessions do after their timeout, answering 401 `INVALID_SESSION_ID`.
+/// sessions do after their timeout, answering 401 `INVALID_SESSION_ID`. Field API names (in the
+/// body and the external ID field in the path) compare without case, as Salesforce's do.
+///
+/// `fail_next` answers the next API calls (never the token endpoint) with Salesforce's bodies
+/// (developer.salesforce.com, REST API "Status Codes and Error Responses"): 401
+/// `INVALID_SESSION_ID` (a count of 2 outlasts the one new token a client fetches), 403
+/// `REQUEST_LIMIT_EXCEEDED` (Salesforce's request limit answer; it does not use 429), 415, 503
+/// `SERVER_UNAVAILABLE` (with `Retry-After` when set); any other status, 429 included, gets a
+/// generic error.
 pub struct SalesforceStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<SalesforceState>>,
@@ -275,6 +352,24 @@ pub struct SalesforceState {
     pub issued: usize,
     /// Whether the org's external ID field is marked External ID (it always exists).
     pub field_not_external: bool,
+    /// Answer the next API calls (not token requests) with a failure.
+    pub fail_next: FailNext,
+}
+
+/// Salesforce's answer with `status` for an API call it did not serve.
+fn salesforce_failure(status: u16, retry_after: Option<String>) -> StubResponse {
+    let (code, message) = match status {
+        401 => ("INVALID_SESSION_ID", "Session expired or invalid"),
+        403 => ("REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded."),
+        415 => ("UNSUPPORTED_MEDIA_TYPE", "Content type not supported"),
+        503 => ("SERVER_UNAVAILABLE", "Server temporarily unavailable"),
+        _ => ("UNKNOWN_EXCEPTION", "An unexpected error occurred"),
+    };
+    let response = StubResponse::json(status, json!([{"message": message, "errorCode": code}]));
+    match retry_after {
+        Some(seconds) => response.with_header("Retry-After", &seconds),
+        None => response,
+    }
 }
 
 /// The Lead fields the stand-in's org has (anything else is `INVALID_FIELD`).
@@ -316,6 +411,9 @@ impl SalesforceStandIn {
                     }),
                 );
             }
+            if let Some((status, retry_after)) = state.fail_next.take() {
+                return salesforce_failure(status, retry_after);
+            }
             let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
             if !state.tokens.contains(bearer) {
                 return StubResponse::json(
@@ -329,7 +427,13 @@ impl SalesforceStandIn {
                 fields.push(json!({"name": field, "externalId": !state.field_not_external, "unique": true}));
                 return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
             }
-            let Some(id) = request.path.strip_prefix(&prefix).filter(|_| request.method == "PATCH") else {
+            // The object and field names in the path compare without case too.
+            let id = request
+                .path
+                .get(..prefix.len())
+                .filter(|start| start.eq_ignore_ascii_case(&prefix) && request.method == "PATCH")
+                .and_then(|_| request.path.get(prefix.len()..));
+            let Some(id) = id else {
                 let message = "Provided external ID field does not exist or is not accessible";
                 return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
             };
@@ -343,16 +447,20 @@ impl SalesforceStandIn {
             if !request.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
                 return StubResponse::json(415, json!([{"errorCode": "UNSUPPORTED_MEDIA_TYPE"}]));
             }
-            let Ok(fields) = serde_json::from_slice::<Value>(&request.body) else {
+            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
                 return StubResponse::json(400, json!([{"errorCode": "JSON_PARSER_ERROR"}]));
             };
-            if let Some(unknown) =
-                fields.as_object().and_then(|f| f.keys().find(|k| !LEAD_FIELDS.contains(&k.as_str())))
-            {
-                return StubResponse::json(
-                    400,
-                    json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{unknown}' on sobject of type Lead")}]),
-                );
+            // Each field name is matched without case to the org's field, and stored as the org
+            // spells it; a name no field has is INVALID_FIELD.
+            let mut fields = json!({});
+            for (name, value) in body.as_object().cloned().unwrap_or_default() {
+                let Some(known) = LEAD_FIELDS.iter().find(|f| f.eq_ignore_ascii_case(&name)) else {
+                    return StubResponse::json(
+                        400,
+                        json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
+                    );
+                };
+                fields[*known] = value;
             }
             // Lead field lengths and the email format, as the org enforces them.
             for (name, max) in
@@ -396,6 +504,11 @@ impl SalesforceStandIn {
     /// Ends every session, as the org's session timeout does.
     pub fn expire_tokens(&self) {
         self.state.lock().unwrap().tokens.clear();
+    }
+
+    /// Answers the next API calls (not token requests) with `failure`.
+    pub fn fail_next(&self, failure: FailNext) {
+        self.state.lock().unwrap().fail_next = failure;
     }
 }
 

@@ -11,13 +11,21 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// or 303 turns the POST into a GET, and a 2xx from wherever it lands would mark a receipt
 /// `COMPLETED` with no lead written. A 3xx is answered as a configuration error instead.
 pub fn client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none()).build()?)
+    client_with_timeout(TIMEOUT)
+}
+
+/// [`client`] with another per-call timeout, for a caller that needs a hung sink to end sooner
+/// (the tests). The worker uses [`client`]: record budgets are computed from [`TIMEOUT`].
+pub fn client_with_timeout(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder().timeout(timeout).redirect(reqwest::redirect::Policy::none()).build()?)
 }
 
 /// Classifies a non-success status. 429, 5xx, 408, 409 and 425 pass with time; so do 401 and
 /// 403, which mean the sink's credentials need a fix, not that the lead is wrong (marking
-/// every lead `FAILED` while a token is expired would be the wrong outcome), and 3xx, which
-/// means the sink's URL needs a fix (redirects are never followed). Other 4xx are permanent
+/// every lead `FAILED` while a token is expired would be the wrong outcome), 3xx, which
+/// means the sink's URL needs a fix (redirects are never followed), and 415, which refuses the
+/// request's format (`Content-Type: application/json`, the same for every lead): the sink or
+/// its URL needs a fix, not the lead (`sink_unsupported_media_type`). Other 4xx are permanent
 /// for this lead.
 pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
     match status {
@@ -25,6 +33,7 @@ pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
             SinkError::Retryable { reason: "sink_unavailable", retry_after: parse_retry_after(retry_after) }
         }
         401 | 403 => SinkError::Retryable { reason: "sink_unauthorized", retry_after: None },
+        415 => SinkError::Retryable { reason: "sink_unsupported_media_type", retry_after: None },
         300..=399 => SinkError::Retryable { reason: "sink_redirected", retry_after: None },
         _ => SinkError::Permanent { reason: "sink_rejected" },
     }
@@ -72,6 +81,12 @@ mod tests {
         for status in [400, 404, 405, 410, 413, 422] {
             assert_eq!(classify_status(status, None), SinkError::Permanent { reason: "sink_rejected" }, "{status}");
         }
+        // The request's format is refused: the same for every lead, so never a FAILED one.
+        assert_eq!(
+            classify_status(415, Some("5")),
+            SinkError::Retryable { reason: "sink_unsupported_media_type", retry_after: None }
+        );
+        assert_eq!(classify_status(403, None), SinkError::Retryable { reason: "sink_unauthorized", retry_after: None });
         assert_eq!(
             classify_status(429, Some("7")),
             SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_secs(7)) }

@@ -15,6 +15,12 @@
 //!
 //! Two submissions from one person are two tickets and one contact; a replay changes nothing.
 //! Every call carries one input (the batch endpoints refuse a batch naming an ID twice).
+//!
+//! The contact is the lead's extra, the ticket is the lead: an email HubSpot refuses (a 207
+//! per-input error) or that conflicts with another record (409 `CONFLICT`, which HubSpot
+//! answers when the email is already another contact's, e.g. as a secondary email) answers the
+//! same on every attempt, so it costs the contact, never the submission, and never holds the
+//! shard: the ticket is written with the email in its content.
 
 use serde_json::{json, Value};
 use shared::lead::Lead;
@@ -118,11 +124,28 @@ impl HubSpot {
                 .as_str()
                 .map(str::to_owned)
                 .ok_or(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }),
-            // Multi-status: the one input failed; its error says why.
-            207 => Err(classify_error(&answer["errors"][0])),
-            400 => Err(classify_error(&answer)),
-            status => Err(classify_status(status, retry_after.as_deref())),
+            status => Err(classify_upsert_answer(object, status, &answer, retry_after.as_deref())),
         }
+    }
+}
+
+/// A batch upsert's answer other than 200 or 201, for `object` (`contacts` or `tickets`):
+/// - 207 (the one input failed) and 400: its error decides ([`classify_error`]);
+/// - 409 on the contact: permanent, `sink_contact_conflict`. HubSpot answers 409 `CONFLICT`
+///   when the email already belongs to another record (developers.hubspot.com, contacts "Create
+///   or update a contact": a 409 Conflict when "there is an existing record with the new email
+///   address"; "Error handling": the `status`/`category`/`message` body); nothing about the next
+///   attempt differs, so retrying it would hold the shard forever. The upsert gives the contact
+///   up and still writes the ticket;
+/// - anything else by its status ([`classify_status`]; 409 on a ticket stays retryable, as
+///   HubSpot documents no conflict for an upsert by a unique property).
+pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
+    match status {
+        // Multi-status: the one input failed; its error says why.
+        207 => classify_error(&answer["errors"][0]),
+        400 => classify_error(answer),
+        409 if object == "contacts" => SinkError::Permanent { reason: "sink_contact_conflict" },
+        status => classify_status(status, retry_after),
     }
 }
 
@@ -154,18 +177,33 @@ pub fn classify_error(error: &Value) -> SinkError {
 /// The longest value of a HubSpot string property, in characters.
 pub const MAX_PROPERTY_CHARS: usize = 65_536;
 
-/// The contact's properties: the name split into first and last at the first space. Empty
-/// values are left out: HubSpot clears a property given an empty string, and a second
-/// submission without a last name must not erase the one the contact has.
+/// The contact's properties: the email, trimmed, and the name split into first and last at the
+/// first space. Empty values are left out: HubSpot clears a property given an empty string, and
+/// a second submission without a last name must not erase the one the contact has.
+///
+/// The email is also the upsert's `id`, and HubSpot requires `properties[idProperty]`, when
+/// given, to equal it: it is the same trimmed text as [`contact_input`]'s ID, never cut (an
+/// email too long for a property is refused as an input, which costs the contact only).
 pub fn contact_properties(lead: &Lead) -> Value {
     let (first, last) = lead.name.split_once(' ').unwrap_or((lead.name.as_str(), ""));
     let mut properties = serde_json::Map::new();
-    for (name, value) in [("email", lead.email.as_str()), ("firstname", first), ("lastname", last)] {
+    let email = lead.email.trim();
+    if !email.is_empty() {
+        properties.insert(String::from("email"), Value::String(email.to_owned()));
+    }
+    for (name, value) in [("firstname", first), ("lastname", last)] {
         if !value.is_empty() {
             properties.insert(name.to_owned(), Value::String(fit(value, MAX_PROPERTY_CHARS)));
         }
     }
     Value::Object(properties)
+}
+
+/// The contact's upsert input: its ID (the email, trimmed) and its properties, whose `email`
+/// is that same text. `None` when the form gave no email.
+pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
+    let email = lead.email.trim();
+    (!email.is_empty()).then(|| (email, contact_properties(lead)))
 }
 
 /// The ticket's properties: the submission ID, a subject, the message, the pipeline.
@@ -188,11 +226,12 @@ impl LeadSink for HubSpot {
     }
 
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
-        // An email HubSpot refuses for its content (a 207 per-input error) costs the contact,
-        // not the submission: the ticket is still written, with the email in its content.
-        let contact = match lead.email.trim() {
-            "" => None,
-            email => match self.upsert_one("contacts", "email", email, contact_properties(lead)).await {
+        // An email HubSpot refuses for its content (a 207 per-input error) or that conflicts
+        // with another record (409) costs the contact, not the submission: the ticket is still
+        // written, with the email in its content.
+        let contact = match contact_input(lead) {
+            None => None,
+            Some((email, properties)) => match self.upsert_one("contacts", "email", email, properties).await {
                 Ok(id) => Some(id),
                 Err(SinkError::Permanent { .. }) => None,
                 Err(retryable) => return Err(retryable),
@@ -241,5 +280,93 @@ mod tests {
             "message": "Email address x does not exist PROPERTY_DOESNT_EXIST not unique is invalid"});
         assert_eq!(classify_error(&input), lead);
         assert_eq!(classify_error(&Value::Null), lead);
+    }
+
+    fn lead_with_email(email: &str) -> Lead {
+        Lead {
+            external_id: String::from("sub_1"),
+            name: String::from("Ada Lovelace"),
+            email: email.to_owned(),
+            message: String::new(),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_ticket_holds_the_submission_id_a_subject_the_message_and_the_pipeline() {
+        let mut lead = lead_with_email("ada@example.com");
+        lead.message = String::from("Hello");
+        let ticket = ticket_properties(&lead, "static_forms_submission_id", "0", "1");
+        assert_eq!(
+            ticket,
+            json!({"static_forms_submission_id": "sub_1", "subject": "Form submission from Ada Lovelace",
+                   "content": "Hello", "hs_pipeline": "0", "hs_pipeline_stage": "1"})
+        );
+        lead.name = String::new();
+        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission from ada@example.com");
+        lead.email = String::new();
+        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission");
+        lead.message = "m".repeat(MAX_PROPERTY_CHARS + 5);
+        let content = ticket_properties(&lead, "p", "0", "1")["content"].as_str().unwrap().chars().count();
+        assert_eq!(content, MAX_PROPERTY_CHARS, "cut to HubSpot's property limit");
+    }
+
+    #[test]
+    fn a_hubspot_record_may_take_three_calls_and_the_store_update() {
+        let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("1") };
+        let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "p", tickets);
+        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(41));
+    }
+
+    #[test]
+    fn the_contact_id_and_its_email_property_are_the_same_trimmed_text() {
+        for email in ["ada@example.com", "  ada@example.com", "ada@example.com \t\n", " ada@example.com "] {
+            let lead = lead_with_email(email);
+            let (id, properties) = contact_input(&lead).unwrap();
+            assert_eq!(id, "ada@example.com", "{email:?}");
+            assert_eq!(properties["email"], id, "{email:?}");
+            assert_eq!(properties["firstname"], "Ada");
+        }
+        // Never cut apart from the ID, however long.
+        let long = format!(" {}@example.com ", "a".repeat(MAX_PROPERTY_CHARS));
+        let lead = lead_with_email(&long);
+        let (id, properties) = contact_input(&lead).unwrap();
+        assert_eq!((properties["email"].as_str(), id), (Some(long.trim()), long.trim()));
+        // No email (or only spaces): no contact.
+        assert_eq!(contact_input(&lead_with_email(" \t ")), None);
+        assert_eq!(contact_properties(&lead_with_email(" ")).get("email"), None);
+    }
+
+    #[test]
+    fn a_conflict_on_the_contact_is_permanent_and_anything_else_by_its_status() {
+        let conflict = json!({"status": "error", "category": "CONFLICT", "message": "Contact already exists."});
+        assert_eq!(
+            classify_upsert_answer("contacts", 409, &conflict, None),
+            SinkError::Permanent { reason: "sink_contact_conflict" }
+        );
+        assert_eq!(
+            classify_upsert_answer("tickets", 409, &conflict, None),
+            SinkError::Retryable { reason: "sink_unavailable", retry_after: None }
+        );
+        let refused = json!({"errors": [{"code": "INVALID_EMAIL", "context": {"propertyName": ["email"]}}]});
+        assert_eq!(
+            classify_upsert_answer("contacts", 207, &refused, None),
+            SinkError::Permanent { reason: "sink_rejected" }
+        );
+        let missing = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]});
+        assert_eq!(
+            classify_upsert_answer("tickets", 400, &missing, None),
+            SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
+        );
+        for status in [429, 500, 502, 503, 504] {
+            assert_eq!(
+                classify_upsert_answer("contacts", status, &Value::Null, Some("2")),
+                SinkError::Retryable {
+                    reason: "sink_unavailable",
+                    retry_after: Some(std::time::Duration::from_secs(2))
+                },
+                "{status}"
+            );
+        }
     }
 }

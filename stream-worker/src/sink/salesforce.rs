@@ -7,7 +7,12 @@
 //! <My Domain>/services/oauth2/token` with the client ID and secret gives an access token (and
 //! the instance URL to call). Tokens end with the session (two hours by default) and the answer
 //! does not say when, so the token is cached and fetched again once when a call answers 401
-//! `INVALID_SESSION_ID`.
+//! `INVALID_SESSION_ID`; a 401 again after that is retried as `sink_unauthorized`.
+//!
+//! Refusals that are not the lead's are retried, never `FAILED` (developer.salesforce.com,
+//! REST API "Status Codes and Error Responses"): 403 `REQUEST_LIMIT_EXCEEDED` (the org's API
+//! request limit; Salesforce answers 403, not 429) as `sink_rate_limited`; 415 (the request's
+//! format) as `sink_unsupported_media_type`; 503 with its `Retry-After`.
 
 use std::sync::Mutex;
 
@@ -127,13 +132,24 @@ impl Salesforce {
 
 /// A refusal whose `errorCode` names the org's configuration (`INVALID_FIELD`: a Lead field
 /// that does not exist; `NOT_FOUND` on a 404: the external ID field does not exist) is retried
-/// and loud; any other refusal is about this lead. Only codes are read, never messages, which
-/// repeat the input.
+/// and loud; a 403 `REQUEST_LIMIT_EXCEEDED` is the org's API request limit, retried as
+/// `sink_rate_limited` (not `sink_unauthorized`: the credentials are fine); any other refusal
+/// is left to its status. Only codes are read, never messages, which repeat the input.
 pub fn classify_refusal(status: u16, body: &str) -> Option<SinkError> {
     let errors: serde_json::Value = serde_json::from_str(body).ok()?;
     let codes: Vec<&str> = errors.as_array()?.iter().filter_map(|e| e["errorCode"].as_str()).collect();
+    if status == 403 && codes.contains(&"REQUEST_LIMIT_EXCEEDED") {
+        return Some(SinkError::Retryable { reason: "sink_rate_limited", retry_after: None });
+    }
     let config = codes.contains(&"INVALID_FIELD") || (status == 404 && codes.contains(&"NOT_FOUND"));
     config.then_some(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
+}
+
+/// An upsert's answer other than 200, 201, 204 and 300: its error codes first
+/// ([`classify_refusal`]), then its status ([`classify_status`]: 415 retried as
+/// `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx the lead's).
+pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str) -> SinkError {
+    classify_refusal(status, body).unwrap_or_else(|| classify_status(status, retry_after))
 }
 
 fn poisoned() -> SinkError {
@@ -231,8 +247,7 @@ impl LeadSink for Salesforce {
                     let retry_after =
                         response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
                     let body = response.text().await.unwrap_or_default();
-                    let refusal = classify_refusal(status, &body);
-                    return Err(refusal.unwrap_or_else(|| classify_status(status, retry_after.as_deref())));
+                    return Err(classify_answer(status, retry_after.as_deref(), &body));
                 }
             }
         }
@@ -266,6 +281,90 @@ mod tests {
         assert_eq!(classify_refusal(400, email), None);
         assert_eq!(classify_refusal(400, r#"[{"errorCode":"NOT_FOUND"}]"#), None, "NOT_FOUND only on a 404");
         assert_eq!(classify_refusal(400, "not json"), None);
+    }
+
+    fn lead(name: &str, email: &str, company: Option<&str>) -> Lead {
+        let extra =
+            company.map(|c| (String::from("company"), shared::json::Json::String(c.into()))).into_iter().collect();
+        Lead {
+            external_id: String::from("sub_1"),
+            name: name.to_owned(),
+            email: email.to_owned(),
+            message: String::from("Hello"),
+            extra,
+        }
+    }
+
+    #[test]
+    fn a_salesforce_record_may_take_four_calls_and_the_store_update() {
+        let login = Login {
+            domain_url: "https://x.my.salesforce.com".into(),
+            client_id: "i".into(),
+            client_secret: "s".into(),
+        };
+        let sink = Salesforce::new(reqwest::Client::new(), login, "62.0", "F__c");
+        // A token, the upsert, and both again after an expired session; README: 51 s.
+        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(51));
+    }
+
+    #[test]
+    fn a_lead_maps_to_the_lead_object_s_fields() {
+        // The last space splits the name: a family name is one word, given names may be several.
+        let all = fields(&lead("Ada King Lovelace", " ada@example.com ", Some("Analytical Engines")));
+        assert_eq!(
+            all,
+            json!({"FirstName": "Ada King", "LastName": "Lovelace", "Company": "Analytical Engines",
+                   "Description": "Hello", "Email": "ada@example.com"})
+        );
+        // One word is the last name; LastName and Company are required, so never empty.
+        let one = fields(&lead("Cher", "", None));
+        assert_eq!(
+            (&one["FirstName"], &one["LastName"], &one["Company"]),
+            (&json!(""), &json!("Cher"), &json!(NOT_PROVIDED))
+        );
+        assert_eq!(one.get("Email"), None);
+        assert_eq!(one["Description"], "Hello", "no email, no note");
+        assert_eq!(fields(&lead("", "", None))["LastName"], NOT_PROVIDED);
+        // Each value within its field's length.
+        let long = fields(&lead(&format!("{} {}", "f".repeat(50), "l".repeat(90)), "", Some(&"c".repeat(300))));
+        let chars = |v: &serde_json::Value| v.as_str().unwrap().chars().count();
+        assert_eq!((chars(&long["FirstName"]), chars(&long["LastName"]), chars(&long["Company"])), (40, 80, 255));
+    }
+
+    #[test]
+    fn an_email_salesforce_would_refuse_is_kept_in_the_description_instead() {
+        let at_limit = format!("{}@example.com", "a".repeat(80 - 12));
+        assert_eq!(at_limit.len(), 80);
+        assert_eq!(fields(&lead("A B", &at_limit, None))["Email"], at_limit.as_str());
+        let over = format!("a{at_limit}");
+        for bad in [over.as_str(), "no-at-sign", "@example.com", "ada@localhost", "ada lovelace@example.com"] {
+            let f = fields(&lead("A B", bad, None));
+            assert_eq!(f.get("Email"), None, "{bad}");
+            assert_eq!(f["Description"], format!("Hello\n\n(email as submitted: {bad})"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn limits_formats_sessions_and_outages_are_retried_each_with_its_reason() {
+        let retry = |reason, retry_after| SinkError::Retryable { reason, retry_after };
+        let limit = r#"[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]"#;
+        assert_eq!(classify_answer(403, None, limit), retry("sink_rate_limited", None));
+        // Another 403 is the user's permissions: the credentials' configuration.
+        let denied = r#"[{"errorCode":"INSUFFICIENT_ACCESS"}]"#;
+        assert_eq!(classify_answer(403, None, denied), retry("sink_unauthorized", None));
+        let media = r#"[{"errorCode":"UNSUPPORTED_MEDIA_TYPE"}]"#;
+        assert_eq!(classify_answer(415, None, media), retry("sink_unsupported_media_type", None));
+        let session = r#"[{"message":"Session expired or invalid","errorCode":"INVALID_SESSION_ID"}]"#;
+        assert_eq!(classify_answer(401, None, session), retry("sink_unauthorized", None));
+        let down = r#"[{"errorCode":"SERVER_UNAVAILABLE"}]"#;
+        let three = Some(std::time::Duration::from_secs(3));
+        assert_eq!(classify_answer(503, Some("3"), down), retry("sink_unavailable", three));
+        assert_eq!(classify_answer(429, None, ""), retry("sink_unavailable", None));
+        // The lead's own content stays FAILED.
+        let email = r#"[{"errorCode":"INVALID_EMAIL_ADDRESS"}]"#;
+        assert_eq!(classify_answer(400, None, email), SinkError::Permanent { reason: "sink_rejected" });
+        // REQUEST_LIMIT_EXCEEDED means the limit only on a 403.
+        assert_eq!(classify_refusal(400, limit), None);
     }
 
     #[test]
