@@ -2,7 +2,7 @@
 //! first retryable failure (or when the invocation's time would not cover the next record),
 //! report that record's sequence number.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -200,7 +200,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// Marks the receipt; `Ok("completed" | "failed" | "already_finished" | "receipt_gone")`,
     /// or the reason to retry.
     async fn finish(&self, key: &str, received_at: &str, mark: Mark<'_>) -> Result<&'static str, &'static str> {
-        let now = iso8601_millis(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
+        let now = iso8601_millis(crate::metrics::now_millis());
         match self.receipts.mark(key, received_at, mark, &now).await {
             Ok(Marked::Done) => Ok(if matches!(mark, Mark::Completed) { "completed" } else { "failed" }),
             Ok(Marked::AlreadyFinished) => Ok("already_finished"),

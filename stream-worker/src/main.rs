@@ -3,7 +3,7 @@
 //! (`reconcile`, `receipts list|show|redrive`). `stream-worker --help` says how.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -234,7 +234,7 @@ fn print_out(text: String) {
 
 /// Lambda gives the deadline in epoch milliseconds; the handler measures with `Instant`.
 fn instant_of(deadline_ms: u64) -> Instant {
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let now_ms = now_millis();
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 

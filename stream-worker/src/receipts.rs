@@ -117,18 +117,24 @@ impl ReceiptStore for DynamoReceipts {
             Err(error) => match error.as_service_error() {
                 Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
                     failed,
-                )) => {
-                    // The item as it was tells "already finished" (same receipt, another
-                    // status) from "gone" (deleted, or replaced by a newer receipt).
-                    let text = |name| old_text(failed.item(), name);
-                    let same = text("receivedAt") == Some(received_at);
-                    let finished = matches!(text("status"), Some("COMPLETED" | "FAILED"));
-                    Ok(if same && finished { Marked::AlreadyFinished } else { Marked::Gone })
-                }
+                )) => Ok(failed_condition(failed.item(), received_at)),
                 Some(_) => Err(ReceiptStoreError("receipt_store_refused")),
                 None => Err(ReceiptStoreError("receipt_store_unreachable")),
             },
         }
+    }
+}
+
+/// What a failed condition on the receipt the record saw (`received_at`) means, from the item
+/// as it was (`ALL_OLD`): "already finished" (the same receipt, `COMPLETED` or `FAILED`), or
+/// "gone" (deleted, replaced by a newer receipt, or anything else).
+fn failed_condition(old: Option<&HashMap<String, AttributeValue>>, received_at: &str) -> Marked {
+    let same = old_text(old, "receivedAt") == Some(received_at);
+    let finished = matches!(old_text(old, "status"), Some("COMPLETED" | "FAILED"));
+    if same && finished {
+        Marked::AlreadyFinished
+    } else {
+        Marked::Gone
     }
 }
 
@@ -161,6 +167,31 @@ pub(crate) fn from_sdk(value: AttributeValue) -> Value {
 mod tests {
     use super::*;
 
+    fn item(fields: &[(&str, &str)]) -> HashMap<String, AttributeValue> {
+        fields.iter().map(|(k, v)| ((*k).to_owned(), AttributeValue::S((*v).to_owned()))).collect()
+    }
+
+    #[test]
+    fn a_failed_condition_is_already_finished_only_for_the_same_finished_receipt() {
+        let at = "2026-11-30T07:00:00.000Z";
+        for status in ["COMPLETED", "FAILED"] {
+            let same = item(&[("receivedAt", at), ("status", status)]);
+            assert_eq!(failed_condition(Some(&same), at), Marked::AlreadyFinished, "{status}");
+            // A newer receipt under the same key, finished or not: not the one the record saw.
+            let newer = item(&[("receivedAt", "2026-11-30T08:00:00.000Z"), ("status", status)]);
+            assert_eq!(failed_condition(Some(&newer), at), Marked::Gone, "{status}");
+        }
+        // Deleted (no item), still RECEIVED (a stale record's receivedAt), or malformed.
+        assert_eq!(failed_condition(None, at), Marked::Gone);
+        assert_eq!(failed_condition(Some(&item(&[("receivedAt", at), ("status", "RECEIVED")])), at), Marked::Gone);
+        assert_eq!(failed_condition(Some(&item(&[("status", "COMPLETED")])), at), Marked::Gone);
+        let mut typed = item(&[("status", "COMPLETED")]);
+        typed.insert("receivedAt".into(), AttributeValue::N("1".into()));
+        assert_eq!(failed_condition(Some(&typed), at), Marked::Gone);
+        assert_eq!(old_text(Some(&typed), "receivedAt"), None, "only string attributes are read");
+        assert_eq!(old_text(Some(&typed), "status"), Some("COMPLETED"));
+    }
+
     #[test]
     fn sdk_values_map_to_the_core_types() {
         use aws_sdk_dynamodb::primitives::Blob;
@@ -175,5 +206,9 @@ mod tests {
         assert_eq!(from_sdk(AttributeValue::B(Blob::new(vec![1, 2]))), Value::B(vec![1, 2]));
         assert_eq!(from_sdk(AttributeValue::Ss(vec!["x".into()])), Value::Ss(vec!["x".into()]));
         assert_eq!(from_sdk(AttributeValue::Bool(true)), Value::Bool(true));
+        assert_eq!(from_sdk(AttributeValue::S("s".into())), Value::S("s".into()));
+        assert_eq!(from_sdk(AttributeValue::Ns(vec!["2".into()])), Value::Ns(vec!["2".into()]));
+        let blobs = AttributeValue::Bs(vec![Blob::new(vec![3])]);
+        assert_eq!(from_sdk(blobs), Value::Bs(vec![vec![3]]));
     }
 }

@@ -16,7 +16,7 @@ use tests::proxy::{FaultProxy, Mode};
 const TABLE: &str = "receipts";
 
 /// Every binding the Worker reads, with every auth method configured.
-fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+pub(crate) fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     let mut all: BTreeMap<&'static str, String> = BTreeMap::from([
         ("RECEIPTS_TABLE", TABLE.to_owned()),
         ("AWS_REGION", "us-east-1".to_owned()),
@@ -37,13 +37,13 @@ fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> 
 }
 
 /// A store with a receipts table and an IAM key, and a Worker pointed at it.
-struct Stack {
-    store: Ministack,
-    key: AccessKey,
-    edge: Edge,
+pub(crate) struct Stack {
+    pub(crate) store: Ministack,
+    pub(crate) key: AccessKey,
+    pub(crate) edge: Edge,
 }
 
-fn stack() -> Stack {
+pub(crate) fn stack() -> Stack {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let key = store.iam_access_key("edge");
@@ -52,7 +52,7 @@ fn stack() -> Stack {
 }
 
 /// Content type, bearer token and the right idempotency key for `id`.
-fn headers(id: &str) -> Vec<(String, String)> {
+pub(crate) fn headers(id: &str) -> Vec<(String, String)> {
     vec![
         ("Content-Type".into(), "application/json".into()),
         ("Authorization".into(), format!("Bearer {BEARER}")),
@@ -68,12 +68,12 @@ fn with(mut headers: Vec<(String, String)>, name: &str, value: Option<&str>) -> 
     headers
 }
 
-fn deliver(edge: &Edge, headers: &[(String, String)], body: &[u8]) -> Answer {
+pub(crate) fn deliver(edge: &Edge, headers: &[(String, String)], body: &[u8]) -> Answer {
     let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     edge.deliver(&refs, body)
 }
 
-fn body(id: &str) -> Vec<u8> {
+pub(crate) fn body(id: &str) -> Vec<u8> {
     delivery::body(id, delivery::VISITOR_MESSAGE, delivery::now_secs())
 }
 

@@ -27,8 +27,18 @@ struct Invocation {
 /// Runs the binary as a Lambda function with `env` (plus the Runtime API's and the store's
 /// settings), hands it `event` once, and returns what it answered and logged.
 fn invoke_once(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event: Value) -> Invocation {
-    let binary = repo_root().join("target/debug/stream-worker");
-    assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first (make test does)", binary.display());
+    invoke_with_time(store, key, env, event, 60_000)
+}
+
+/// [`invoke_once`] with an invocation deadline `time_ms` from now.
+fn invoke_with_time(
+    store: &Ministack,
+    key: &AccessKey,
+    env: &[(&str, String)],
+    event: Value,
+    time_ms: u128,
+) -> Invocation {
+    let binary = tests::stream_worker_binary();
     let responses: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let seen = Arc::clone(&responses);
     let served = Arc::new(Mutex::new(false));
@@ -41,7 +51,7 @@ fn invoke_once(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event
             }
             *served = true;
             let deadline =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + 60_000;
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() + time_ms;
             let mut response = StubResponse::json(200, event.clone());
             response.headers = vec![
                 ("Lambda-Runtime-Aws-Request-Id".into(), "invocation-1".into()),
@@ -151,7 +161,7 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
 #[test]
 fn lambda_mode_refuses_a_sqlite_sink() {
     // A SQLite file would live in one execution environment's /tmp.
-    let binary = repo_root().join("target/debug/stream-worker");
+    let binary = tests::stream_worker_binary();
     let dir = TempDir::new("lambda-sqlite");
     let output = Command::new(&binary)
         .env_clear()
@@ -173,7 +183,7 @@ fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let key = store.iam_access_key("reconcile");
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let now = tests::now_millis();
     for (id, age_ms) in [("sub_old", 3 * 3_600_000), ("sub_new", 60_000)] {
         let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713);
         put_item(&store, TABLE, &tests::aws::receipt(&body, now - age_ms).to_item());
@@ -211,4 +221,70 @@ fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
     for private in [delivery::VISITOR_EMAIL, delivery::VISITOR_NAME, delivery::VISITOR_MESSAGE] {
         assert!(!invocation.stdout.contains(private) && !invocation.stderr.contains(private), "{private} logged");
     }
+}
+
+/// The fixture `name`'s event, with each record's receipt stored in `store` as the edge left it.
+fn fixture_event(store: &Ministack, name: &str) -> Value {
+    let fixture = repo_root().join("stream-worker/tests/fixtures").join(name);
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    for record in event["Records"].as_array().unwrap() {
+        let image = record["dynamodb"]["NewImage"].to_string();
+        let item = shared::dynamo::item_from_wire(&shared::json::parse(image.as_bytes()).unwrap()).unwrap();
+        put_item(store, TABLE, &item);
+    }
+    event
+}
+
+/// The sequence numbers a response reports as failed.
+fn failed_items(response: &Value) -> Vec<&str> {
+    let failures = response["batchItemFailures"].as_array().unwrap();
+    failures.iter().map(|f| f["itemIdentifier"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("lambda");
+    let event = fixture_event(&store, "batch_of_five.json");
+    // A webhook sink that is down: every attempt answers 503.
+    let sink = StubServer::start(|_| StubResponse::json(503, json!({"error": "down"})));
+    let env = [
+        ("LEAD_SINK", format!("http://127.0.0.1:{}/leads", sink.port)),
+        ("WEBHOOK_SINK_SECRET", delivery::signing_secret()),
+    ];
+    let invocation = invoke_once(&store, &key, &env, event);
+    let (path, response) = &invocation.responses[0];
+    assert_eq!(path, "/2018-06-01/runtime/invocation/invocation-1/response", "{}", invocation.stderr);
+    // The first record failed: it and everything after it is retried by Lambda.
+    assert_eq!(failed_items(response), ["000000000000000000201"], "{response}");
+    let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
+    assert_eq!(status("sub_1"), "RECEIVED");
+    let metrics = metric_lines(&invocation.stdout);
+    assert_eq!((metrics[0]["RecordsRetried"].as_u64(), metrics[0]["LeadsWritten"].as_u64()), (Some(1), Some(0)));
+}
+
+#[test]
+fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.iam_access_key("lambda");
+    let postgres = Postgres::start();
+    let env = [("LEAD_SINK", postgres.url())];
+    // A deadline shorter than one record's budget: the first record is always tried, the
+    // others are handed back unprocessed rather than risk a timeout that retries them all.
+    let short = invoke_with_time(&store, &key, &env, fixture_event(&store, "batch_of_five.json"), 3_000);
+    assert_eq!(
+        failed_items(&short.responses[0].1),
+        ["000000000000000000202"],
+        "{:?} {}",
+        short.responses,
+        short.stderr
+    );
+    // A deadline a minute away (the budget of a PostgreSQL record is well under it): the
+    // whole batch, from the second record on.
+    let long = invoke_with_time(&store, &key, &env, fixture_event(&store, "batch_of_five.json"), 60_000);
+    assert_eq!(failed_items(&long.responses[0].1), Vec::<&str>::new(), "{:?} {}", long.responses, long.stderr);
+    let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
+    assert!(["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"].iter().all(|id| status(id) == "COMPLETED"));
 }

@@ -2,8 +2,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod edge_promises;
 mod edge_receiver;
 mod lambda_mode;
 mod operate;
+mod sinks;
 mod stream_worker;
 mod whole_path;

@@ -11,9 +11,10 @@ use stream_worker::handler::Handler;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sdk_config};
 use tests::delivery;
+use tests::delivery::lead;
 use tests::ministack::{AccessKey, Ministack};
 use tests::worker::{self, sqlite_leads};
-use tests::{repo_root, TempDir};
+use tests::{now_millis, TempDir};
 
 const TABLE: &str = "receipts";
 
@@ -56,9 +57,7 @@ impl World {
 
     /// `stream-worker <args>` with the store, the IAM key and the SQLite sink, not yet run.
     fn command(&self, args: &[&str]) -> Command {
-        let binary = repo_root().join("target/debug/stream-worker");
-        assert!(binary.exists(), "{} is missing: `cargo build -p stream-worker` first", binary.display());
-        let mut command = Command::new(binary);
+        let mut command = Command::new(tests::stream_worker_binary());
         command
             .args(args)
             .env_clear()
@@ -87,14 +86,6 @@ impl World {
     fn leads(&self) -> Vec<(String, String, i64)> {
         sqlite_leads(&self.leads_db())
     }
-}
-
-fn now_millis() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-fn lead(id: &str, count: i64) -> (String, String, i64) {
-    (id.to_owned(), delivery::VISITOR_EMAIL.to_owned(), count)
 }
 
 fn stderr(output: &Output) -> String {

@@ -11,66 +11,19 @@ use shared::secret::SigningSecret;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::poll::Poller;
-use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore};
+use stream_worker::receipts::{Mark, Marked, ReceiptStore};
 use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::{CheckError, LeadSink, Sink, SinkError};
-use tests::aws::{put_item, receipt, sdk_config};
+use tests::aws::{put_item, receipt, sample_lead, sdk_config_at};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::delivery;
-use tests::ministack::{AccessKey, Ministack};
+use tests::delivery::lead;
 use tests::postgres::Postgres;
-use tests::worker::{self, CrashBeforeMark};
-use tests::TempDir;
-
-const TABLE: &str = "receipts";
-
-/// A store with a receipts table, SDK clients signing with an IAM key, and a private folder.
-struct World {
-    store: Ministack,
-    config: aws_config::SdkConfig,
-    dir: TempDir,
-}
+use tests::worker::{self, CrashBeforeMark, World, TABLE};
+use tests::{now_millis, TempDir};
 
 async fn world() -> World {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key: AccessKey = store.iam_access_key("worker");
-    let config = sdk_config(&store, &key).await;
-    World { store, config, dir: TempDir::new("stream") }
-}
-
-impl World {
-    fn poller(&self) -> Poller {
-        worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json"))
-    }
-
-    fn receipts(&self) -> DynamoReceipts {
-        worker::receipts(&self.config, TABLE)
-    }
-
-    /// Stores a receipt for `id` as the edge would; returns its key.
-    fn deliver(&self, id: &str) -> String {
-        let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now_millis());
-        put_item(&self.store, TABLE, &receipt.to_item());
-        receipt.key
-    }
-
-    fn status(&self, id: &str) -> Option<(String, Option<String>)> {
-        let item = self.store.get(TABLE, &delivery::key(id))?;
-        Some((item["status"]["S"].as_str()?.to_owned(), item["failureReason"]["S"].as_str().map(str::to_owned)))
-    }
-
-    fn sqlite_path(&self) -> String {
-        self.dir.0.join("leads.db").display().to_string()
-    }
-
-    fn sqlite_leads(&self) -> Vec<(String, String, i64)> {
-        worker::sqlite_leads(&self.dir.0.join("leads.db"))
-    }
-}
-
-fn now_millis() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+    World::start("stream").await
 }
 
 /// Leads in PostgreSQL: `(external_id, email, upsert_count)`.
@@ -80,10 +33,6 @@ async fn postgres_leads(url: &str) -> Vec<(String, String, i64)> {
     let rows =
         client.query("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id", &[]).await.unwrap();
     rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
-}
-
-fn lead(id: &str, count: i64) -> (String, String, i64) {
-    (id.to_owned(), delivery::VISITOR_EMAIL.to_owned(), count)
 }
 
 #[tokio::test]
@@ -227,14 +176,10 @@ async fn a_restarted_poller_resumes_from_its_checkpoint() {
     w.deliver("sub_b");
     // A new poller (a restart) with the same checkpoint reads only what is new.
     let passes = worker::drain(&w.poller(), &handler).await;
+    // sub_b's INSERT, and the MODIFY that marked it COMPLETED (a record the handler skips).
     let processed: usize = passes.iter().map(|p| p.processed).sum();
-    assert!(processed >= 1, "{passes:?}");
+    assert_eq!(processed, 2, "{passes:?}");
     assert_eq!(w.sqlite_leads(), [lead("sub_a", 1), lead("sub_b", 1)], "sub_a was not replayed");
-}
-
-fn sample_lead(id: &str) -> Lead {
-    let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), 0);
-    shared::lead::lead_from_receipt(&receipt).unwrap()
 }
 
 /// The text of a configuration check that found the configuration wrong (not unreachable).
@@ -618,7 +563,7 @@ async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
     // verify-full without the CA: the system's roots do not know it, so no connection. A
     // configuration fault: retried, never a FAILED lead.
     let unknown_ca = postgres_upsert(&format!("{base}?sslmode=verify-full"), None, "sub_tls_x").await;
-    assert!(matches!(unknown_ca, Err(SinkError::Retryable { .. })), "{unknown_ca:?}");
+    assert_eq!(unknown_ca, Err(SinkError::Retryable { reason: "sink_tls_failed", retry_after: None }));
     // verify-full to a name the certificate does not hold (it names localhost, not 127.0.0.1).
     let by_address = postgres.url();
     let refused =
@@ -628,7 +573,8 @@ async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
     postgres_upsert(&format!("{by_address}?sslmode=require&sslrootcert={ca}"), None, "sub_tls_4").await.unwrap();
     // disable: the server refuses plain TCP.
     let plain = postgres_upsert(&format!("{base}?sslmode=disable"), None, "sub_tls_z").await;
-    assert!(matches!(plain, Err(SinkError::Retryable { .. })), "{plain:?}");
+    // pg_hba has no entry for a plain connection: 28000, refused credentials.
+    assert_eq!(plain, Err(SinkError::Retryable { reason: "sink_unauthorized", retry_after: None }));
     let reader = PostgresTarget::parse(&format!("{}?sslmode=require", postgres.url()), None).unwrap();
     let client = reader.connect().await.unwrap();
     let rows = client.query("SELECT external_id FROM leads ORDER BY external_id", &[]).await.unwrap();
@@ -698,13 +644,7 @@ async fn a_trimmed_checkpoint_restarts_at_the_trim_horizon_instead_of_failing_fo
         400,
         r#"{"__type":"com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException","message":"trimmed"}"#.into(),
     ));
-    let key = w.store.iam_access_key("trimmed");
-    let through_proxy = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(proxy.endpoint())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_credential_types::Credentials::new(&key.id, &key.secret, None, None, "tests"))
-        .load()
-        .await;
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("trimmed")).await;
     let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap();
     let passes = worker::drain(&poller, &Handler { sink, receipts: w.receipts() }).await;
@@ -848,4 +788,228 @@ async fn an_empty_page_inside_a_shard_is_passed_on_the_next_pass_not_met_again()
         poller.pass(&handler).await.unwrap();
     }
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_gap_1", "sub_gap_2"]);
+}
+
+/// Every column of one lead row, as text (SQLite and PostgreSQL alike).
+type LeadRow = Vec<(String, String)>;
+
+const LEAD_COLUMNS: [&str; 8] =
+    ["external_id", "name", "email", "message", "extra", "created_at", "updated_at", "upsert_count"];
+
+fn sqlite_row(path: &str, id: &str) -> LeadRow {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let sql = format!("SELECT {} FROM leads WHERE external_id = ?1", LEAD_COLUMNS.join(", "));
+    connection
+        .query_row(&sql, [id], |row| {
+            Ok(LEAD_COLUMNS
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let value = match row.get_ref(i).unwrap() {
+                        rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                        other => other.as_str().unwrap().to_owned(),
+                    };
+                    (c.to_string(), value)
+                })
+                .collect())
+        })
+        .unwrap()
+}
+
+async fn postgres_row(url: &str, id: &str) -> LeadRow {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let columns: Vec<String> = LEAD_COLUMNS.iter().map(|c| format!("{c}::text")).collect();
+    let sql = format!("SELECT {} FROM leads WHERE external_id = $1", columns.join(", "));
+    let row = client.query_one(&sql, &[&id]).await.unwrap();
+    LEAD_COLUMNS.iter().enumerate().map(|(i, c)| (c.to_string(), row.get::<_, String>(i))).collect()
+}
+
+fn column<'a>(row: &'a LeadRow, name: &str) -> &'a str {
+    &row.iter().find(|(c, _)| c == name).unwrap().1
+}
+
+/// A lead whose every field differs from `sample_lead(id)`'s.
+fn changed_lead(id: &str) -> Lead {
+    let mut lead = sample_lead(id);
+    lead.name = "Grace Hopper".into();
+    lead.email = "grace@example.com".into();
+    lead.message = "Second thoughts".into();
+    lead.extra = [("plan".to_owned(), shared::json::Json::String("team".into()))].into_iter().collect();
+    lead
+}
+
+/// README: a redelivery with changed content updates every column but `created_at`, and counts.
+async fn assert_redelivery_updates_every_column(before: LeadRow, after: LeadRow) {
+    assert_eq!(column(&before, "upsert_count"), "1", "{before:?}");
+    assert_eq!(column(&after, "upsert_count"), "2", "{after:?}");
+    assert_eq!(column(&after, "external_id"), column(&before, "external_id"));
+    assert_eq!(column(&after, "name"), "Grace Hopper");
+    assert_eq!(column(&after, "email"), "grace@example.com");
+    assert_eq!(column(&after, "message"), "Second thoughts");
+    let extra: Value = serde_json::from_str(column(&after, "extra")).unwrap();
+    assert_eq!(extra, serde_json::json!({"plan": "team"}), "the old extra fields are replaced, not merged");
+    assert_eq!(column(&after, "created_at"), column(&before, "created_at"), "created_at is the first write's");
+    assert_ne!(column(&after, "updated_at"), column(&before, "updated_at"), "updated_at moves");
+    assert!(column(&after, "updated_at") > column(&after, "created_at"), "{after:?}");
+}
+
+#[tokio::test]
+async fn a_redelivery_with_changed_content_updates_every_sql_column_sqlite() {
+    let dir = TempDir::new("columns");
+    let path = dir.0.join("leads.db").display().to_string();
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
+    sink.upsert(&sample_lead("sub_cols"), "k").await.unwrap();
+    let before = sqlite_row(&path, "sub_cols");
+    assert_eq!(column(&before, "email"), delivery::VISITOR_EMAIL);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    sink.upsert(&changed_lead("sub_cols"), "k").await.unwrap();
+    assert_redelivery_updates_every_column(before, sqlite_row(&path, "sub_cols")).await;
+}
+
+#[tokio::test]
+async fn a_redelivery_with_changed_content_updates_every_sql_column_postgres() {
+    let postgres = Postgres::start();
+    let target = PostgresTarget::parse(&postgres.url(), None).unwrap();
+    let sink = Sink::connect(&SinkConfig::Postgres { target }).await.unwrap();
+    sink.upsert(&sample_lead("sub_cols"), "k").await.unwrap();
+    let before = postgres_row(&postgres.url(), "sub_cols").await;
+    assert_eq!(column(&before, "email"), delivery::VISITOR_EMAIL);
+    sink.upsert(&changed_lead("sub_cols"), "k").await.unwrap();
+    assert_redelivery_updates_every_column(before, postgres_row(&postgres.url(), "sub_cols").await).await;
+}
+
+#[tokio::test]
+async fn the_received_at_guard_holds_against_the_real_store() {
+    let w = world().await;
+    let key = w.deliver("sub_guard");
+    let receipts = w.receipts();
+    let now = "2026-11-30T07:00:00.000Z";
+    // A record of an older receipt under the same key (since expired and replaced): the
+    // receipt is still RECEIVED, but it is not the one the record saw.
+    assert_eq!(receipts.mark(&key, "2020-01-01T00:00:00.000Z", Mark::Completed, now).await, Ok(Marked::Gone));
+    assert_eq!(receipts.mark(&key, "2020-01-01T00:00:00.000Z", Mark::Failed("x"), now).await, Ok(Marked::Gone));
+    let item = w.store.get(TABLE, &key).unwrap();
+    assert_eq!(item["status"]["S"], "RECEIVED", "{item}");
+    assert!(item["completedAt"].is_null() && item["failedAt"].is_null(), "{item}");
+    assert!(item["pendingShard"]["S"].is_string(), "still in the index of waiting receipts: {item}");
+    // The receipt's own receivedAt moves it, and takes it out of the waiting index.
+    let received_at = item["receivedAt"]["S"].as_str().unwrap().to_owned();
+    assert_eq!(receipts.mark(&key, &received_at, Mark::Completed, now).await, Ok(Marked::Done));
+    let item = w.store.get(TABLE, &key).unwrap();
+    assert_eq!((item["status"]["S"].as_str(), item["completedAt"]["S"].as_str()), (Some("COMPLETED"), Some(now)));
+    assert!(item["pendingShard"].is_null(), "{item}");
+}
+
+/// A store error body as DynamoDB's JSON protocol writes it.
+fn store_error(kind: &str) -> String {
+    format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"injected"}}"#)
+}
+
+#[tokio::test]
+async fn store_faults_on_the_receipt_update_leave_it_waiting_and_the_record_retried() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    // The poller reads the stream directly; the receipt updates go through the proxy.
+    let proxy = tests::proxy::FaultProxy::start(w.store.port);
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("faults")).await;
+    let handler = Handler { sink, receipts: worker::receipts(&through_proxy, TABLE) };
+    let poller = w.poller();
+    w.deliver("sub_fault");
+    for (status, body) in [
+        (500, store_error("InternalServerError")),
+        (400, store_error("ProvisionedThroughputExceededException")),
+        (400, store_error("ThrottlingException")),
+    ] {
+        proxy.set(tests::proxy::Mode::AnswerWhen("UpdateItem".into(), status, body.clone()));
+        let pass = poller.pass(&handler).await.unwrap();
+        // The lead is written, the receipt is not marked: the record is reported for a retry.
+        assert_eq!((pass.processed, pass.failed_batches), (0, 1), "{body}: {pass:?}");
+        assert_eq!(w.status("sub_fault"), Some(("RECEIVED".into(), None)), "{body}");
+    }
+    assert_eq!(w.sqlite_leads(), [lead("sub_fault", 3)], "one lead, upserted once per attempt");
+    // The store writes the update, but its answer is lost: the retry finds it already done.
+    proxy.set(tests::proxy::Mode::DropResponse { times: 1 });
+    worker::drain(&poller, &handler).await;
+    assert_eq!(w.status("sub_fault"), Some(("COMPLETED".into(), None)));
+    assert_eq!(w.sqlite_leads(), [lead("sub_fault", 4)]);
+    // A store that hangs: the operation timeout ends the call, and the record waits.
+    w.deliver("sub_hang");
+    proxy.set(tests::proxy::Mode::Hang);
+    let started = std::time::Instant::now();
+    let pass = poller.pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1, "{pass:?}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert_eq!(w.status("sub_hang"), Some(("RECEIVED".into(), None)));
+    proxy.set(tests::proxy::Mode::PassThrough);
+    worker::drain(&poller, &handler).await;
+    assert_eq!(w.status("sub_hang"), Some(("COMPLETED".into(), None)));
+}
+
+#[tokio::test]
+async fn the_poller_ignores_the_checkpoint_of_another_stream() {
+    let w = world().await;
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    w.deliver("sub_arn");
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_arn", 1)]);
+    // The same shard positions, saved for another stream (the table was recreated): they say
+    // nothing about this stream, which is read again from its start.
+    let path = w.dir.0.join("checkpoint.json");
+    let mut checkpoint: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(checkpoint["shards"].as_object().is_some_and(|s| !s.is_empty()), "{checkpoint}");
+    checkpoint["streamArn"] =
+        Value::from("arn:aws:dynamodb:us-east-1:000000000000:table/old/stream/2020-01-01T00:00:00.000");
+    std::fs::write(&path, checkpoint.to_string()).unwrap();
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_arn", 2)], "replayed from the start");
+    // With its own stream's checkpoint, nothing is replayed.
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.sqlite_leads(), [lead("sub_arn", 2)]);
+}
+
+#[tokio::test]
+async fn the_poller_survives_passes_that_fail_and_goes_on_when_the_store_is_back() {
+    let w = world().await;
+    let proxy = tests::proxy::FaultProxy::start(w.store.port);
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("outage")).await;
+    let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
+    let handler = Handler { sink, receipts: w.receipts() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = poller.run(&handler, Duration::from_millis(20), async {
+        let _ = stopped.await;
+    });
+    let world = &w;
+    let outage = async {
+        let wait_for = |id: &'static str| async move {
+            for _ in 0..300 {
+                if world.sqlite_leads().iter().any(|l| l.0 == id) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("no lead for {id} within 30 s");
+        };
+        w.deliver("sub_before");
+        wait_for("sub_before").await;
+        // The stream is unreachable for a while: passes fail, the poller keeps going.
+        proxy.set(tests::proxy::Mode::Refuse);
+        let refused = proxy.accepted.load(std::sync::atomic::Ordering::Relaxed);
+        w.deliver("sub_during");
+        for _ in 0..100 {
+            if proxy.accepted.load(std::sync::atomic::Ordering::Relaxed) >= refused + 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(proxy.accepted.load(std::sync::atomic::Ordering::Relaxed) >= refused + 3, "the poller stopped trying");
+        proxy.set(tests::proxy::Mode::PassThrough);
+        wait_for("sub_during").await;
+        stop.send(()).unwrap();
+    };
+    let (result, ()) = tokio::join!(run, outage);
+    result.unwrap();
+    assert_eq!(w.sqlite_leads(), [lead("sub_before", 1), lead("sub_during", 1)]);
 }

@@ -10,10 +10,20 @@ use crate::ministack::{AccessKey, Ministack};
 
 /// The SDK configuration for `store`, signing with `key`.
 pub async fn sdk_config(store: &Ministack, key: &AccessKey) -> aws_config::SdkConfig {
+    sdk_config_at(&store.endpoint(), key).await
+}
+
+/// The SDK configuration for a store reached at `endpoint` (a fault proxy in front of it),
+/// signing with `key`, with the worker's operation timeout, so a hung answer ends the call.
+pub async fn sdk_config_at(endpoint: &str, key: &AccessKey) -> aws_config::SdkConfig {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .operation_timeout(stream_worker::sink::DYNAMODB_OPERATION_TIMEOUT)
+        .build();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(store.endpoint())
+        .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(Credentials::new(&key.id, &key.secret, None, None, "tests"))
+        .timeout_config(timeouts)
         .load()
         .await
 }
@@ -23,6 +33,12 @@ pub fn receipt(body: &[u8], now_millis: u64) -> Receipt {
     let envelope = parse_envelope(body).expect("a valid delivery");
     let key = expected_key(&envelope.submission_id);
     Receipt::new(&envelope, key, "req-test", now_millis, 30)
+}
+
+/// The lead the stream worker maps from the receipt of a delivery for `id`.
+pub fn sample_lead(id: &str) -> shared::lead::Lead {
+    let receipt = receipt(&crate::delivery::body(id, crate::delivery::VISITOR_MESSAGE, 1), 0);
+    shared::lead::lead_from_receipt(&receipt).unwrap()
 }
 
 /// Writes `item` with the root key (setup, not what is under test).

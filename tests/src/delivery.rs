@@ -63,3 +63,9 @@ pub fn signature_headers(key: &[u8], id: &str, timestamp: u64, body: &[u8]) -> [
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
+
+/// A lead row as the SQL sinks' tests read it (`external_id`, `email`, `upsert_count`): the
+/// visitor of [`body`] upserted `count` times.
+pub fn lead(id: &str, count: i64) -> (String, String, i64) {
+    (id.to_owned(), VISITOR_EMAIL.to_owned(), count)
+}

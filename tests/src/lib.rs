@@ -19,7 +19,7 @@ pub mod stub_http;
 pub mod worker;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The repository's root folder.
 pub fn repo_root() -> PathBuf {
@@ -61,4 +61,45 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The stream worker's binary, from the target folder this test binary was built into (so
+/// `CARGO_TARGET_DIR` and the profile are respected). Cargo sets `CARGO_BIN_EXE_<name>` only
+/// for a package's own tests, and this suite is its own package, so the path is derived here;
+/// it panics when the binary is missing or older than the sources it is built from (a stale
+/// binary would test yesterday's code): `cargo build -p stream-worker` first, as `make test` does.
+pub fn stream_worker_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // <target>/<profile>/deps/it-<hash>  ->  <target>/<profile>/stream-worker
+    let binary = exe.parent().and_then(Path::parent).unwrap().join("stream-worker");
+    let built = std::fs::metadata(&binary)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| panic!("{} is missing: `cargo build -p stream-worker` first", binary.display()));
+    let root = repo_root();
+    for sources in ["stream-worker/src", "shared/src"] {
+        if let Some(newer) = newer_than(&root.join(sources), built) {
+            panic!("{} is older than {}: `cargo build -p stream-worker` first", binary.display(), newer.display());
+        }
+    }
+    binary
+}
+
+/// A file under `dir` modified after `time`, if any.
+fn newer_than(dir: &Path, time: std::time::SystemTime) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = newer_than(&path, time) {
+                return Some(found);
+            }
+        } else if entry.metadata().and_then(|m| m.modified()).is_ok_and(|m| m > time) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }

@@ -10,6 +10,62 @@ use stream_worker::poll::{Pass, Poller};
 use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, ReceiptStoreError};
 use stream_worker::sink::LeadSink;
 
+use crate::aws::{put_item, receipt, sdk_config};
+use crate::ministack::Ministack;
+use crate::{delivery, now_millis, TempDir};
+
+/// The receipts table a [`World`] creates.
+pub const TABLE: &str = "receipts";
+
+/// A store with a receipts table, SDK clients signing with an IAM key, and a private folder:
+/// where the stream worker's tests run.
+pub struct World {
+    pub store: Ministack,
+    pub config: aws_config::SdkConfig,
+    pub dir: TempDir,
+}
+
+impl World {
+    /// A new store and table; `name` names the private folder.
+    pub async fn start(name: &str) -> World {
+        let store = Ministack::start();
+        store.create_receipts_table(TABLE);
+        let key = store.iam_access_key("worker");
+        let config = sdk_config(&store, &key).await;
+        World { store, config, dir: TempDir::new(name) }
+    }
+
+    /// A poller keeping its checkpoint in the private folder (a new one reads where the last stopped).
+    pub fn poller(&self) -> Poller {
+        poller(&self.config, TABLE, self.dir.0.join("checkpoint.json"))
+    }
+
+    pub fn receipts(&self) -> DynamoReceipts {
+        receipts(&self.config, TABLE)
+    }
+
+    /// Stores a receipt for `id` as the edge would; returns its key.
+    pub fn deliver(&self, id: &str) -> String {
+        let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now_millis());
+        put_item(&self.store, TABLE, &receipt.to_item());
+        receipt.key
+    }
+
+    /// The receipt's status and failure reason.
+    pub fn status(&self, id: &str) -> Option<(String, Option<String>)> {
+        let item = self.store.get(TABLE, &delivery::key(id))?;
+        Some((item["status"]["S"].as_str()?.to_owned(), item["failureReason"]["S"].as_str().map(str::to_owned)))
+    }
+
+    pub fn sqlite_path(&self) -> String {
+        self.dir.0.join("leads.db").display().to_string()
+    }
+
+    pub fn sqlite_leads(&self) -> Vec<(String, String, i64)> {
+        sqlite_leads(&self.dir.0.join("leads.db"))
+    }
+}
+
 /// A poller for `table`, keeping its checkpoint at `checkpoint`, retrying failures at once.
 pub fn poller(config: &aws_config::SdkConfig, table: &str, checkpoint: PathBuf) -> Poller {
     Poller {

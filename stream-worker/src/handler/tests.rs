@@ -132,7 +132,8 @@ async fn a_deleted_receipt_is_not_recreated() {
     let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
-    assert!(handler.receipts.0.lock().unwrap().is_empty());
+    // That the update does not re-create it is the real store's condition:
+    // tests/it/stream_worker.rs `a_receipt_deleted_before_the_update_is_not_recreated`.
 }
 
 #[tokio::test]
@@ -276,6 +277,19 @@ async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unproces
     let response = handler.handle(event("batch_of_five.json"), Some(Instant::now() + Duration::from_secs(1))).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_record_whose_budget_ends_exactly_at_the_deadline_is_started() {
+    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
+    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
+    let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
+    let handler = Handler { sink, receipts: MemoryReceipts::with(&pairs) };
+    // 20 s left: record 2 starts at 10 s with a 10 s budget, ending at the deadline itself.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2"]);
 }
 
 /// `insert.json` with its new image changed by `change`.

@@ -133,3 +133,34 @@ impl LeadSink for Sink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink with the default budget: one HTTP call (the webhook's case).
+    struct OneCall;
+
+    impl LeadSink for OneCall {
+        async fn upsert(&self, _lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_records_budget_is_its_calls_at_their_timeouts_and_the_store_update() {
+        // README: one call of 10 s and 11 s for the store; the function's timeout covers it.
+        assert_eq!(OneCall.record_budget(), Duration::from_secs(21));
+        assert_eq!(RECEIPT_UPDATE_BUDGET, Duration::from_secs(11));
+        assert!(RECEIPT_UPDATE_BUDGET > 2 * DYNAMODB_OPERATION_TIMEOUT, "a read and the update, with a margin");
+    }
+
+    #[test]
+    fn fit_cuts_by_characters_and_marks_the_cut() {
+        assert_eq!(fit("ab", 2), "ab");
+        assert_eq!(fit("abc", 2), "a…");
+        assert_eq!(fit("ééé", 3), "ééé", "characters, not bytes");
+        assert_eq!(fit("", 0), "");
+        assert_eq!(fit("a", 0), "…");
+    }
+}

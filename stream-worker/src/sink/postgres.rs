@@ -154,11 +154,8 @@ fn is_local(config: &tokio_postgres::Config) -> bool {
     !hosts.is_empty()
         && hosts.iter().all(|host| match host {
             Host::Tcp(name) => {
-                name == "localhost"
-                    || name
-                        .trim_matches(|c| c == '[' || c == ']')
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback())
+                // A URL's `[::1]` reaches here without its brackets (the driver removes them).
+                name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
             }
             Host::Unix(_) => true,
         })
@@ -270,6 +267,14 @@ mod tests {
 
     fn parse(url: &str) -> Result<(String, TlsMode), UrlError> {
         PostgresTarget::parse(url, None).map(|t| (t.url, t.tls))
+    }
+
+    #[test]
+    fn the_debug_form_names_the_tls_mode_and_never_the_url() {
+        let target = PostgresTarget::parse("postgres://u:hunter2@db.example.com/leads", None).unwrap();
+        let text = format!("{target:?}");
+        assert_eq!(text, "PostgresTarget { tls: VerifyFull { ca_file: None }, .. }");
+        assert!(!text.contains("hunter2"));
     }
 
     #[test]

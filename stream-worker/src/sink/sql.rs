@@ -5,7 +5,6 @@
 //! on first use.
 
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use shared::json::Json;
 use shared::lead::Lead;
@@ -113,8 +112,7 @@ impl LeadSink for SqlSink {
         let extra = Json::Object(lead.extra.clone()).to_text();
         match self {
             SqlSink::Sqlite(connection) => {
-                let now =
-                    iso8601_millis(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
+                let now = iso8601_millis(crate::metrics::now_millis());
                 let connection = connection
                     .lock()
                     .map_err(|_| SinkError::Retryable { reason: "sink_unavailable", retry_after: None })?;
@@ -161,8 +159,13 @@ fn classify_sqlite(error: &rusqlite::Error) -> SinkError {
 /// statement timed out), class 28 (credentials refused), `3D000` (no such database), a TLS
 /// handshake that failed (an unknown CA, a wrong name), and connection errors.
 fn classify_postgres(error: &tokio_postgres::Error) -> SinkError {
+    classify_sqlstate(error.code().map(|c| c.code()), &error.to_string())
+}
+
+/// [`classify_postgres`] on the error's SQLSTATE (`None` for the driver's own errors) and text.
+fn classify_sqlstate(code: Option<&str>, text: &str) -> SinkError {
     let retry = |reason| SinkError::Retryable { reason, retry_after: None };
-    match error.code().map(|c| c.code()) {
+    match code {
         Some("57014") => retry("sink_timeout"),
         Some(code) if code.starts_with("22") || code.starts_with("23") => {
             SinkError::Permanent { reason: "sink_rejected" }
@@ -170,7 +173,65 @@ fn classify_postgres(error: &tokio_postgres::Error) -> SinkError {
         Some(code) if code.starts_with("28") => retry("sink_unauthorized"),
         Some("3D000") => retry("sink_config_invalid"),
         // The driver's own words for a failed handshake (not the server's, not the input).
-        None if error.to_string().to_ascii_lowercase().contains("tls") => retry("sink_tls_failed"),
+        None if text.to_ascii_lowercase().contains("tls") => retry("sink_tls_failed"),
         _ => retry("sink_unavailable"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retry(reason: &'static str) -> SinkError {
+        SinkError::Retryable { reason, retry_after: None }
+    }
+
+    #[test]
+    fn a_sql_record_may_take_a_connect_two_statements_and_the_store_update() {
+        let target = PostgresTarget::parse("postgres://u@127.0.0.1/leads", None).unwrap();
+        // Connect 5 s, schema check and upsert 5 s each with 1 s to spare, the store 11 s.
+        assert_eq!(SqlSink::postgres(target).record_budget(), std::time::Duration::from_secs(28));
+    }
+
+    #[test]
+    fn postgres_errors_about_the_lead_are_permanent_and_the_rest_retried_with_their_reason() {
+        let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        // Class 22: a NUL byte in text (22021), a value too long (22001); class 23: a constraint.
+        for code in ["22021", "22001", "22P02", "23505", "23502"] {
+            assert_eq!(classify_sqlstate(Some(code), "db error"), rejected, "{code}");
+        }
+        // A restart (57P01 admin shutdown, 57P03 cannot connect now), a full disk (53100),
+        // serialization and deadlocks (40001, 40P01), too many connections (53300): retried.
+        for code in ["57P01", "57P03", "53100", "40001", "40P01", "53300", "08006", "XX000"] {
+            assert_eq!(classify_sqlstate(Some(code), "db error"), retry("sink_unavailable"), "{code}");
+        }
+        assert_eq!(classify_sqlstate(Some("57014"), "canceling statement"), retry("sink_timeout"));
+        assert_eq!(classify_sqlstate(Some("28P01"), "password authentication failed"), retry("sink_unauthorized"));
+        assert_eq!(classify_sqlstate(Some("28000"), "no pg_hba.conf entry"), retry("sink_unauthorized"));
+        assert_eq!(classify_sqlstate(Some("3D000"), "database does not exist"), retry("sink_config_invalid"));
+        // The driver's own errors carry no SQLSTATE: a failed handshake, or a lost connection.
+        assert_eq!(classify_sqlstate(None, "error performing TLS handshake"), retry("sink_tls_failed"));
+        assert_eq!(classify_sqlstate(None, "connection closed"), retry("sink_unavailable"));
+        // "tls" in a server's message is not a handshake.
+        assert_eq!(classify_sqlstate(Some("42P01"), "relation tls_leads does not exist"), retry("sink_unavailable"));
+    }
+
+    #[test]
+    fn sqlite_errors_about_the_lead_are_permanent_and_a_busy_database_is_retried() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch("CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, n INTEGER)").unwrap();
+        db.execute("INSERT INTO t VALUES ('a', 1)", []).unwrap();
+        let duplicate = db.execute("INSERT INTO t VALUES ('a', 2)", []).unwrap_err();
+        assert_eq!(classify_sqlite(&duplicate), SinkError::Permanent { reason: "sink_rejected" });
+        let null = db.execute("INSERT INTO t VALUES (NULL, 2)", []).unwrap_err();
+        assert_eq!(classify_sqlite(&null), SinkError::Permanent { reason: "sink_rejected" });
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY), None);
+        assert_eq!(classify_sqlite(&busy), retry("sink_unavailable"));
+        let full = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None);
+        assert_eq!(classify_sqlite(&full), retry("sink_unavailable"));
+        let too_big = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_TOOBIG), None);
+        assert_eq!(classify_sqlite(&too_big), SinkError::Permanent { reason: "sink_rejected" });
+        let mismatch = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISMATCH), None);
+        assert_eq!(classify_sqlite(&mismatch), SinkError::Permanent { reason: "sink_rejected" });
     }
 }
