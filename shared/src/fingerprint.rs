@@ -115,5 +115,32 @@ mod properties {
             let b = parse(spaced.as_bytes()).unwrap();
             prop_assert_eq!(fingerprint(Some(&a)), fingerprint(Some(&b)));
         }
+
+        /// A sender may write the same number another way on a retry ("1.0" for "1", an
+        /// exponent, trailing zeros, past i64 and f64): one value, one fingerprint; a value
+        /// that differs in its last digit, another.
+        #[test]
+        fn equal_numbers_in_any_notation_have_one_fingerprint(
+            digits in "[1-9][0-9]{0,45}",
+            frac in "([0-9]{0,6}[1-9])?",
+            zeros in 0usize..40,
+            negative in any::<bool>(),
+        ) {
+            let sign = if negative { "-" } else { "" };
+            let point = if frac.is_empty() { alloc::string::String::new() } else { alloc::format!(".{frac}") };
+            let forms = [
+                alloc::format!("{sign}{digits}{point}"),
+                alloc::format!("{sign}{digits}.{frac}{}", "0".repeat(zeros + 1)),
+                alloc::format!("{sign}{digits}{frac}{}e-{}", "0".repeat(zeros), frac.len() + zeros),
+                alloc::format!("{sign}0.{digits}{frac}E+{}", digits.len()),
+            ];
+            let of = |number: &str| fingerprint(Some(&parse(alloc::format!("{{\"n\":{number}}}").as_bytes()).unwrap()));
+            let first = of(&forms[0]);
+            for form in &forms[1..] {
+                prop_assert_eq!(&of(form), &first, "{} and {}", forms[0], form);
+            }
+            let other = alloc::format!("{sign}{digits}.{frac}1");
+            prop_assert_ne!(of(&other), first, "{} and {}", forms[0], other);
+        }
     }
 }

@@ -523,6 +523,9 @@ mod tests {
             assert!(parse_wire(make(WIRE_MAX_DEPTH).as_bytes()).is_ok());
             assert_eq!(parse_wire(make(WIRE_MAX_DEPTH + 1).as_bytes()), Err(JsonError::TooDeep));
         }
+        // The wire bound in numbers: an old receipt's map payload at MAX_DEPTH (two levels per
+        // body level), inside the payload attribute, the item, and a record around it.
+        assert_eq!((MAX_DEPTH, WIRE_MAX_DEPTH), (31, 66));
         assert_eq!(parse("[".repeat(100_000).as_bytes()), Err(JsonError::TooDeep));
         assert_eq!(parse("{\"a\":".repeat(100_000).as_bytes()), Err(JsonError::TooDeep));
     }

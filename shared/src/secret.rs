@@ -82,6 +82,15 @@ mod tests {
     use wasm_bindgen_test::wasm_bindgen_test;
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn a_credential_listed_twice_still_matches() {
+        let twice = [Credential::new(b"tok"), Credential::new(b"tok"), Credential::new(b"other")];
+        assert!(matches_any(b"tok", &twice));
+        assert!(matches_any(b"other", &twice));
+        assert!(!matches_any(b"nope", &twice));
+        assert!(!matches_any(b"tok", &[]));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn credentials_print_redacted() {
         assert_eq!(format!("{:?}", Credential::new(b"hunter2")), "[redacted]");
         let secret = SigningSecret::parse("whsec_aHVudGVyMg==").unwrap();

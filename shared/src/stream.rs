@@ -271,6 +271,9 @@ mod tests {
         assert_eq!(decide("INSERT", &anonymous), RecordAction::Skip("not_a_receipt"));
         assert_eq!(decide("REMOVE", &unreadable("RECEIVED")), RecordAction::Skip("removed"));
         assert_eq!(unreadable("RECEIVED").submission_id(), Some("sub:with/colons"));
+        let item: crate::dynamo::Item =
+            [(String::from("submissionId"), crate::dynamo::AttributeValue::S("sub_item".into()))].into_iter().collect();
+        assert_eq!(NewImage::Item(item).submission_id(), Some("sub_item"));
         assert_eq!(submission_id_of_key("staticforms:form.submitted:"), None);
         assert_eq!(submission_id_of_key("other:key"), None);
     }

@@ -207,3 +207,36 @@ mod against_standardwebhooks {
         }
     }
 }
+
+#[wasm_bindgen_test(unsupported = test)]
+fn any_one_method_with_a_credential_is_a_configuration() {
+    let full = full_policy();
+    let only = [
+        AuthPolicy { bearer_tokens: full.bearer_tokens.clone(), ..AuthPolicy::default() },
+        AuthPolicy { basic_credentials: full.basic_credentials.clone(), ..AuthPolicy::default() },
+        AuthPolicy { header: full.header.clone(), ..AuthPolicy::default() },
+        AuthPolicy { signing_secrets: full.signing_secrets.clone(), ..AuthPolicy::default() },
+    ];
+    for policy in &only {
+        assert!(policy.is_configured(), "{:?}", policy.challenge());
+    }
+    assert!(!AuthPolicy::default().is_configured());
+    let header_without_values =
+        AuthPolicy { header: Some(HeaderCredentials { name: "x-k".into(), values: vec![] }), ..AuthPolicy::default() };
+    assert!(!header_without_values.is_configured());
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_signature_timestamp_is_at_most_18_digits() {
+    let policy = full_policy();
+    let now: i64 = vector("timestamp").parse().unwrap();
+    // Zero-padded to 18 characters it is still the time: in range, so the signature decides.
+    let padded = alloc::format!("{now:0>18}");
+    check(&policy, signed("v1,AAAA", &padded), now, Err(AuthError::BadSignature));
+    // 19 digits is refused as malformed, even where i64 would hold it.
+    check(&policy, signed("v1,AAAA", "1000000000000000000"), now, Err(AuthError::MalformedSignatureHeaders));
+    check(&policy, signed("v1,AAAA", &alloc::format!("0{padded}")), now, Err(AuthError::MalformedSignatureHeaders));
+    for bad in ["", "+1796019713", "-1", " 1796019713", "1.5"] {
+        check(&policy, signed("v1,AAAA", bad), now, Err(AuthError::MalformedSignatureHeaders));
+    }
+}

@@ -151,4 +151,8 @@ fn reasons_for_the_log() {
     assert_eq!(Outcome::Unauthenticated(AuthError::BadSignature, String::new()).reason(), Some("bad_signature"));
     assert_eq!(Outcome::StoreUnavailable(R::UnreadableDuplicate).reason(), Some("store_unreadable_duplicate"));
     assert_eq!(Outcome::Health.reason(), None);
+    assert_eq!(Outcome::ConfigInvalid("RECEIPTS_TABLE").reason(), Some("RECEIPTS_TABLE"));
+    assert_eq!(Outcome::InvalidEnvelope(EnvelopeError::MissingSubmissionId).reason(), Some("missing_submission_id"));
+    assert_eq!(Outcome::InvalidKey(KeyError::Mismatch).reason(), Some("idempotency_key_mismatch"));
+    assert_eq!(Outcome::StoreMisconfigured(P::TableNotFound).reason(), Some("store_table_not_found"));
 }

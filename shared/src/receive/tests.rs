@@ -257,3 +257,43 @@ fn a_receipt_that_would_not_fit_is_refused_before_anything_is_written() {
 fn parse_wire_body(body: &str) -> Json {
     crate::json::parse_wire(body.as_bytes()).unwrap()
 }
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_body_exactly_at_the_limit_is_read_and_one_byte_more_is_not() {
+    assert_eq!(DEFAULT_MAX_BODY_BYTES, 262_144, "256 KiB, as documented");
+    let at = Policy { max_body_bytes: BODY.len(), ..policy() };
+    assert!(matches!(run(&at, &headers(&[]), BODY), Step::Store(_)));
+    let under = Policy { max_body_bytes: BODY.len() - 1, ..policy() };
+    assert_eq!(run(&under, &headers(&[]), BODY), respond(Outcome::PayloadTooLarge(TooLarge::Body)));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
+    let secret = crate::secret::SigningSecret::parse(&crate::secret::SigningSecret::encode(b"a signing key")).unwrap();
+    let signing = Policy {
+        auth: AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
+        ..policy()
+    };
+    let signed_at = NOW / 1000;
+    let timestamp = format!("{signed_at}");
+    let signature = crate::auth::signature_header(&secret, "msg_1", &timestamp, BODY.as_bytes());
+    let signed = |now_millis: u64| {
+        let headers = Headers::new(alloc::vec![
+            ("Content-Type", "application/json"),
+            ("Idempotency-Key", KEY),
+            ("webhook-id", "msg_1"),
+            ("webhook-timestamp", timestamp.as_str()),
+            ("webhook-signature", signature.as_str()),
+        ]);
+        receive(&signing, &Delivery { headers: &headers, body: BODY.as_bytes(), request_id: "req-1", now_millis })
+    };
+    // The clock is in milliseconds; the signature's timestamp in seconds.
+    assert!(matches!(signed(NOW), Step::Store(_)));
+    let tolerance = crate::auth::SIGNATURE_TOLERANCE_SECS as u64 * 1000;
+    assert!(matches!(signed(signed_at * 1000 + tolerance), Step::Store(_)));
+    let late = signed(signed_at * 1000 + tolerance + 1000);
+    assert!(
+        matches!(late, Step::Respond(Outcome::Unauthenticated(AuthError::SignatureTimestampOutOfRange, _), _)),
+        "{late:?}"
+    );
+}
