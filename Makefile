@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test deploy-aws deploy-edge
+.PHONY: setup test dev demo build-edge browser-test mutants deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -13,6 +13,11 @@ test: setup
 # The edge Worker, into edge/build.
 build-edge: setup
 	scripts/build-edge.sh
+
+# Mutation testing: every mutant of shared and of the stream worker's decision code, against
+# the tests that cover it; the summary lands in target/mutants/summary.md (README "Testing").
+mutants: setup
+	python3 scripts/mutants.py
 
 # Only the browser tests (headless Chromium).
 browser-test: setup

@@ -3,7 +3,14 @@
 # esbuild installed by scripts/setup.sh (worker-build would otherwise download them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen)}"
+export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen || true)}"
 export WASM_OPT_BIN="$PWD/node_modules/binaryen/bin/wasm-opt"
 export ESBUILD_BIN="$PWD/node_modules/@esbuild/linux-x64/bin/esbuild"
+# A missing tool is an error here, not a download (this machine reaches only the registries).
+for tool in "$WASM_BINDGEN_BIN" "$WASM_OPT_BIN" "$ESBUILD_BIN" "$(command -v worker-build || true)"; do
+  [ -n "$tool" ] && [ -x "$tool" ] || {
+    echo "build-edge: missing ${tool:-wasm-bindgen or worker-build}; run scripts/setup.sh (make setup)" >&2
+    exit 1
+  }
+done
 worker-build --release edge

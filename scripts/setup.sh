@@ -51,6 +51,15 @@ worker_build() {
   fi
 }
 
+# cargo-mutants: `make mutants` and the mutants of a change in `make test` (README "Testing").
+cargo_mutants() {
+  local want=27.1.0
+  if [ "$(cargo mutants --version 2>/dev/null | awk '{print $NF}')" != "$want" ]; then
+    log "installing cargo-mutants $want (about 2 minutes)"
+    cargo install -q cargo-mutants --locked --version "=$want"
+  fi
+}
+
 # wrangler (with workerd and Miniflare), binaryen's wasm-opt and esbuild, pinned by package-lock.json.
 node_tools() {
   local stamp=node_modules/.installed-package-lock.json
@@ -91,6 +100,7 @@ rust_targets
 apt_packages
 wasm_bindgen_cli
 worker_build
+cargo_mutants
 node_tools
 ministack
 # cargo-lambda (with zig) builds the Lambda function for arm64; see ../shared/TOOLCHAIN.md.

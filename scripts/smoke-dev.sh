@@ -26,15 +26,41 @@ for _ in $(seq 1800); do
   sleep 0.1
 done
 [ -f "$DEV_STATE/stack.json" ] || { cat target/dev-smoke.log; echo "smoke: make dev did not come up in 180 s" >&2; exit 1; }
-pids=$(python3 -c 'import json,sys; print(" ".join(str(p) for p in json.load(open(sys.argv[1]))["pids"].values()))' "$DEV_STATE/stack.json")
+# Every process of the stack: make dev itself and all its descendants (wrangler's workerd,
+# ministack's children), not only the group leaders stack.json names.
+descendants() {
+  local pid=$1 child
+  for child in $(ps -o pid= --ppid "$pid"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+pids="$dev $(descendants "$dev" | tr '\n' ' ')"
+leaders=$(python3 -c 'import json,sys; print(" ".join(str(p) for p in json.load(open(sys.argv[1]))["pids"].values()))' "$DEV_STATE/stack.json")
+for pid in $leaders; do
+  grep -qw "$pid" <<<"$pids" || { echo "smoke: stack.json names PID $pid, which is not part of make dev" >&2; exit 1; }
+done
+echo "smoke: the stack runs as $(wc -w <<<"$pids") processes"
+
+# A second make dev on the same state folder must refuse, and leave the first one running.
+if second=$(scripts/dev.sh 2>&1); then
+  echo "smoke: a second make dev started while the first was running" >&2
+  exit 1
+fi
+grep -q 'already running' <<<"$second" || { echo "smoke: a second make dev failed without saying why: $second" >&2; exit 1; }
+kill -0 "$dev" || { echo "smoke: the second make dev stopped the first" >&2; exit 1; }
+echo "smoke: a second make dev refused: ${second#dev: }"
 
 python3 scripts/demo.py
 
 stop
 trap - EXIT
+# An orphan is reaped by init a moment after it exits; give each a few seconds.
+alive() { local state; state=$(ps -o stat= -p "$1") && [ "${state:0:1}" != Z ]; }
 for pid in $pids; do
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "smoke: process $pid is still running after the stack stopped" >&2
+  for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+  if alive "$pid"; then
+    echo "smoke: process $pid ($(ps -o args= -p "$pid")) is still running after the stack stopped" >&2
     exit 1
   fi
 done

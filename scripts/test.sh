@@ -10,12 +10,6 @@ export TMPDIR="$PWD/target/tmp" CHROMEDRIVER=/usr/bin/chromedriver
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# Sums the "test result" lines of one runner's log into "N passed, M failed".
-count() {
-  awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1) } }
-       END { printf "%d passed, %d failed\n", p, f }' "$1"
-}
-
 step "format"
 cargo fmt --all -- --check
 
@@ -54,13 +48,11 @@ step "browser tests (headless Chromium)"
   cargo test -p edge --no-default-features --target wasm32-unknown-unknown
 } 2>&1 | tee "$out/browser.log"
 
+step "mutants of the last change (make mutants runs them all)"
+python3 scripts/mutants.py --in-diff "${MUTANTS_BASE:-HEAD~1}" 2>&1 | tee "$out/mutants.log"
+
 step "quick start: make dev, then make demo, then stop (own ports and state folder)"
 scripts/smoke-dev.sh 2>&1 | tee "$out/smoke.log"
 
-printf '\n==> summary\n'
-printf 'native:  %s\n' "$(count "$out/native.log")"
-printf 'browser: %s (headless Chromium)\n' "$(count "$out/browser.log")"
-printf 'template: %s\n' "$(grep -E '^(Ran|OK|FAILED)' "$out/template.log" | tr '\n' ' ')"
-printf 'edge upload: %s\n' "$(grep -o 'Total Upload: .*' "$out/bundle.log")"
-printf 'lambda: %s\n' "$(grep -o 'built target/lambda.*' "$out/deploy-aws.log")"
-printf 'quick start: %s\n' "$(grep -o 'leads == unique submissions: .*' "$out/smoke.log")"
+step "summary (fails on a suite below its floor in scripts/test-floors.txt, or a missing figure)"
+python3 scripts/check-tests.py "$out"
