@@ -101,9 +101,9 @@ def main() -> int:
     said = re.findall(r"(?m)^mutants: .*", mutants)
     if totals:
         print("mutants of the change: " + "; ".join(f"{n} {c} caught, {m} missed ({p})" for n, c, m, p in totals))
-    elif said:
-        print(said[-1])
-    else:
+    for line in said:
+        print(line)
+    if not totals and not said:
         problems.append("mutants: no result from scripts/mutants.py --in-diff")
     for problem in problems:
         print(f"FAIL {problem}", file=sys.stderr)

@@ -17,6 +17,7 @@ Usage:
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -131,6 +132,8 @@ def main() -> int:
     scopes = {name: scope for name, scope in SCOPES.items() if name in (options.scope or SCOPES)}
     for name, scope in scopes.items():
         out = OUT / name
+        # No earlier run's results may stand in for this one's.
+        shutil.rmtree(out, ignore_errors=True)
         print(f"\n==> mutants of {name} ({', '.join(scope['files']) or 'every file'})", flush=True)
         # Exit codes: 0 all caught, 2 some missed, 3 timeouts; anything else is a failure to run.
         # Property tests run 64 cases per mutant instead of 256: enough to meet the inputs they
@@ -140,7 +143,8 @@ def main() -> int:
         outcomes = out / "mutants.out" / "outcomes.json"
         if code not in (0, 2, 3) or not outcomes.exists():
             if code == 0 and extra:
-                continue  # --in-diff found no mutant in this scope
+                print(f"mutants: none in the changed lines of {name}")
+                continue
             failures.append(f"{name}: cargo mutants exited {code}")
             continue
         rows, share, missed = summarize(name, outcomes)

@@ -43,7 +43,7 @@ done
 echo "smoke: the stack runs as $(wc -w <<<"$pids") processes"
 
 # A second make dev on the same state folder must refuse, and leave the first one running.
-if second=$(scripts/dev.sh 2>&1); then
+if second=$(timeout 120 scripts/dev.sh 2>&1); then
   echo "smoke: a second make dev started while the first was running" >&2
   exit 1
 fi

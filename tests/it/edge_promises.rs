@@ -164,8 +164,9 @@ fn store_timeout_ms_is_the_deadline_of_the_store_call() {
     let proxy = FaultProxy::start(free_port());
     proxy.set(Mode::Hang);
     // (STORE_TIMEOUT_MS, earliest and latest answer in ms). The default is 5000 ms, so 400
-    // answering well under 3 s and 2000 answering no sooner than 2 s show the variable decides.
-    for (timeout, earliest, latest) in [(400u128, 350u128, 3_000u128), (2_000, 1_950, 4_900)] {
+    // answering well under 3 s and 2000 answering no sooner than 2 s show the variable decides
+    // (the upper bounds are loose: a loaded machine may be slow, never early).
+    for (timeout, earliest, latest) in [(400u128, 350u128, 3_000u128), (2_000, 1_950, 20_000)] {
         let text = timeout.to_string();
         let edge = Edge::start(&bindings(&proxy.endpoint(), &unused_key(), &[("STORE_TIMEOUT_MS", text.as_str())]));
         // Warm the Worker up first, so its start does not count against the deadline.

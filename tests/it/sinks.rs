@@ -251,6 +251,20 @@ async fn hubspot_a_contact_conflict_costs_the_contact_never_the_submission() {
 }
 
 #[tokio::test]
+async fn hubspot_a_contact_conflict_that_clears_at_once_keeps_the_contact() {
+    // Another submission from the same new person created the contact a moment ago: the first
+    // upsert answers 409, the one right after finds the contact and updates it.
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    standin.fail_next(FailNext::new(1, 409));
+    let sink = Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap();
+    sink.upsert(&sample_lead("sub_hs_race"), "k").await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.contacts.len(), state.tickets.len(), state.associations.len()), (1, 1, 1));
+    let content = state.tickets["sub_hs_race"].1["content"].as_str().unwrap();
+    assert_eq!(content, delivery::VISITOR_MESSAGE, "the email is the contact's, not kept in the ticket");
+}
+
+#[tokio::test]
 async fn hubspot_an_email_with_surrounding_spaces_is_one_contact_under_the_trimmed_email() {
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     // The stand-in holds HubSpot's rule: properties[idProperty], when given, equals the id.
@@ -306,14 +320,14 @@ async fn through_the_handler_a_hubspot_refusal_fails_the_receipt_and_the_rest_ne
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     let handler =
         Handler { sink: Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap(), receipts: w.receipts() };
-    // HubSpot refuses the submission's ticket (a 207 per-input error): FAILED.
+    // HubSpot refuses the submission's ticket (a 400 VALIDATION_ERROR naming the input): FAILED.
     let refusal = json!({"status": "error", "category": "VALIDATION_ERROR",
         "message": "Property values were not valid", "context": {"id": ["sub_hsh_refused"]}});
     standin.state.lock().unwrap().refuse_inputs.insert("sub_hsh_refused".into(), refusal);
     w.deliver("sub_hsh_refused");
     w.drain(&handler).await;
     w.assert_status("sub_hsh_refused", "FAILED", Some("sink_rejected"));
-    // HubSpot refuses the email (a 207 INVALID_EMAIL on the contact): the contact is given up,
+    // HubSpot refuses the email (a 400 INVALID_EMAIL on the contact): the contact is given up,
     // the submission is written as its ticket, with the email in its content: COMPLETED.
     let invalid_email = json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_EMAIL",
         "message": "Email address is invalid", "context": {"propertyName": ["email"]}});

@@ -233,8 +233,8 @@ async fn hubspot_keeps_one_contact_per_person_and_one_ticket_per_submission() {
     sink.upsert(&anonymous, "k").await.unwrap();
     assert_eq!(standin.state.lock().unwrap().contacts.len(), 1);
     assert!(standin.state.lock().unwrap().tickets.contains_key("sub_hs_anon"));
-    // An email HubSpot refuses is this lead's problem (a 207 per-input error): FAILED.
-    // An email HubSpot refuses (a 207 per-input error) costs the contact, not the submission:
+    // An email HubSpot refuses is this lead's problem (a 400 VALIDATION_ERROR naming the input): FAILED.
+    // An email HubSpot refuses (a 400 VALIDATION_ERROR naming the input) costs the contact, not the submission:
     // the ticket is written with the email in its content. Even when what the visitor typed
     // reads like a configuration fault: only HubSpot's error codes decide, never messages.
     for (id, email) in
@@ -571,6 +571,13 @@ async fn postgres_over_tls_with_sslmode_as_libpq_users_know_it() {
     assert_eq!(refused, Err(SinkError::Retryable { reason: "sink_tls_failed", retry_after: None }));
     // require with the CA (libpq's verify-ca): the chain is checked, the name is not.
     postgres_upsert(&format!("{by_address}?sslmode=require&sslrootcert={ca}"), None, "sub_tls_4").await.unwrap();
+    // require with another CA: the server's chain does not lead to it, so no connection.
+    let other = TempDir::new("other-ca");
+    tests::postgres::make_certificates(&other.0);
+    let other_ca = other.0.join("ca.crt").display().to_string();
+    let wrong_ca =
+        postgres_upsert(&format!("{by_address}?sslmode=require&sslrootcert={other_ca}"), None, "sub_tls_w").await;
+    assert_eq!(wrong_ca, Err(SinkError::Retryable { reason: "sink_tls_failed", retry_after: None }));
     // disable: the server refuses plain TCP.
     let plain = postgres_upsert(&format!("{base}?sslmode=disable"), None, "sub_tls_z").await;
     // pg_hba has no entry for a plain connection: 28000, refused credentials.

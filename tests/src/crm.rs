@@ -12,16 +12,18 @@ use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 /// (upsert by `email`; a create with an existing email is 409 `CONFLICT`), tickets upserted by
 /// a unique ticket property (which must exist and be unique: else 400 `VALIDATION_ERROR`,
 /// `PROPERTY_DOESNT_EXIST`), on both upserts `properties[idProperty]`, when given, equal to the
-/// `id` (else 400 `VALIDATION_ERROR`), per-input errors as 207 (an email without `@` is
-/// `INVALID_EMAIL`), v4 default associations, the properties API, and rate limits as 429 with
+/// `id` (else 400 `VALIDATION_ERROR`; our client's own rule, HubSpot documents the value in
+/// `id` only), refused inputs as a 400 `VALIDATION_ERROR` listing them (or 207 per-input errors
+/// when the inputs carry `objectWriteTraceId`; an email without `@` is `INVALID_EMAIL`), v4
+/// default associations, the properties API, and rate limits as 429 with
 /// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
 /// documents only for other answers). Sources: developers.hubspot.com "Error handling" (429,
 /// 502/504, 503; the `status`/`category`/`message` body), "Using object APIs" (batch upsert).
 ///
 /// Knobs: `fail_next` (any status; 429 with the `RATE_LIMIT` body), `conflicting_emails` (a
-/// contact upsert naming one answers 409 `CONFLICT`, as HubSpot does when the email is taken by
-/// another record, e.g. as its secondary email: the same answer on every attempt) and
-/// `refuse_inputs` (per-input 207 errors by input `id`).
+/// contact upsert naming one answers 409 `CONFLICT`, as HubSpot's contact endpoints do for an
+/// email another record holds; the v3 batch upsert documents no 409, so this is the worst case:
+/// the same answer on every attempt) and `refuse_inputs` (refused inputs by input `id`).
 pub struct HubSpotStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<HubSpotState>>,
@@ -286,12 +288,22 @@ impl HubSpotStandIn {
                                 .push(json!({"id": ticket_id.clone(), "new": created, "properties": ticket.clone()}));
                         }
                     }
+                    // "Error handling": a batch answers 207 per-input errors only when its inputs
+                    // carry `objectWriteTraceId` (multi-status on); otherwise a refused input is a
+                    // 400 `VALIDATION_ERROR` for the whole request.
+                    let multi_status = inputs.iter().any(|i| i.get("objectWriteTraceId").is_some());
                     if errors.is_empty() {
                         StubResponse::json(200, json!({"status": "COMPLETE", "results": results}))
-                    } else {
+                    } else if multi_status {
                         StubResponse::json(
                             207,
                             json!({"status": "COMPLETE", "results": results, "numErrors": errors.len(), "errors": errors}),
+                        )
+                    } else {
+                        StubResponse::json(
+                            400,
+                            json!({"status": "error", "category": "VALIDATION_ERROR",
+                                   "message": "Some inputs were not valid", "errors": errors}),
                         )
                     }
                 }

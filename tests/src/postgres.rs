@@ -57,7 +57,7 @@ fn server_dir() -> PathBuf {
 /// Makes a test CA and a server certificate it signs, for the name `localhost` only (so that
 /// `127.0.0.1` is a name the certificate does not hold), in
 /// `dir`: `ca.crt`, `server.crt`, `server.key`.
-fn make_certificates(dir: &std::path::Path) {
+pub fn make_certificates(dir: &std::path::Path) {
     let run = |args: &[&str]| {
         let output = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs (make setup)");
         assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));

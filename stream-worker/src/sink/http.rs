@@ -23,16 +23,18 @@ pub fn client_with_timeout(timeout: Duration) -> anyhow::Result<reqwest::Client>
 /// Classifies a non-success status. 429, 5xx, 408, 409 and 425 pass with time; so do 401 and
 /// 403, which mean the sink's credentials need a fix, not that the lead is wrong (marking
 /// every lead `FAILED` while a token is expired would be the wrong outcome), 3xx, which
-/// means the sink's URL needs a fix (redirects are never followed), and 415, which refuses the
-/// request's format (`Content-Type: application/json`, the same for every lead): the sink or
-/// its URL needs a fix, not the lead (`sink_unsupported_media_type`). Other 4xx are permanent
-/// for this lead.
+/// means the sink's URL needs a fix (redirects are never followed), 405, which refuses the
+/// method (every call is a POST or PUT, the same for every lead: a wrong URL,
+/// `sink_method_not_allowed`), and 415, which refuses the request's format
+/// (`Content-Type: application/json`, the same for every lead: `sink_unsupported_media_type`):
+/// the sink or its URL needs a fix, not the lead. Other 4xx are permanent for this lead.
 pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
     match status {
         429 | 500..=599 | 408 | 409 | 425 => {
             SinkError::Retryable { reason: "sink_unavailable", retry_after: parse_retry_after(retry_after) }
         }
         401 | 403 => SinkError::Retryable { reason: "sink_unauthorized", retry_after: None },
+        405 => SinkError::Retryable { reason: "sink_method_not_allowed", retry_after: None },
         415 => SinkError::Retryable { reason: "sink_unsupported_media_type", retry_after: None },
         300..=399 => SinkError::Retryable { reason: "sink_redirected", retry_after: None },
         _ => SinkError::Permanent { reason: "sink_rejected" },
@@ -78,10 +80,14 @@ mod tests {
                 "{status}"
             );
         }
-        for status in [400, 404, 405, 410, 413, 422] {
+        for status in [400, 404, 410, 413, 422] {
             assert_eq!(classify_status(status, None), SinkError::Permanent { reason: "sink_rejected" }, "{status}");
         }
-        // The request's format is refused: the same for every lead, so never a FAILED one.
+        // The request's method or format is refused: the same for every lead, so never FAILED.
+        assert_eq!(
+            classify_status(405, None),
+            SinkError::Retryable { reason: "sink_method_not_allowed", retry_after: None }
+        );
         assert_eq!(
             classify_status(415, Some("5")),
             SinkError::Retryable { reason: "sink_unsupported_media_type", retry_after: None }

@@ -16,11 +16,11 @@
 //! Two submissions from one person are two tickets and one contact; a replay changes nothing.
 //! Every call carries one input (the batch endpoints refuse a batch naming an ID twice).
 //!
-//! The contact is the lead's extra, the ticket is the lead: an email HubSpot refuses (a 207
-//! per-input error) or that conflicts with another record (409 `CONFLICT`, which HubSpot
-//! answers when the email is already another contact's, e.g. as a secondary email) answers the
-//! same on every attempt, so it costs the contact, never the submission, and never holds the
-//! shard: the ticket is written with the email in its content.
+//! The contact is the lead's extra, the ticket is the lead: an email HubSpot refuses (a 400
+//! `VALIDATION_ERROR`, or a 207 per-input error where multi-status is on) or that conflicts with
+//! another record (a 409 `CONFLICT` twice in a row) answers the same on every attempt, so it
+//! costs the contact, never the submission, and never holds the shard: the ticket is written
+//! with the email in its content.
 
 use serde_json::{json, Value};
 use shared::lead::Lead;
@@ -129,14 +129,17 @@ impl HubSpot {
     }
 }
 
+/// A 409 on the contact upsert: see [`classify_upsert_answer`].
+const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
+
 /// A batch upsert's answer other than 200 or 201, for `object` (`contacts` or `tickets`):
 /// - 207 (the one input failed) and 400: its error decides ([`classify_error`]);
-/// - 409 on the contact: permanent, `sink_contact_conflict`. HubSpot answers 409 `CONFLICT`
-///   when the email already belongs to another record (developers.hubspot.com, contacts "Create
-///   or update a contact": a 409 Conflict when "there is an existing record with the new email
-///   address"; "Error handling": the `status`/`category`/`message` body); nothing about the next
-///   attempt differs, so retrying it would hold the shard forever. The upsert gives the contact
-///   up and still writes the ticket;
+/// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
+///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
+///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
+///   then: the upsert tries the contact once more at once (a race with a concurrent create ends
+///   there), then gives the contact up and still writes the ticket, so a standing conflict never
+///   holds the shard;
 /// - anything else by its status ([`classify_status`]; 409 on a ticket stays retryable, as
 ///   HubSpot documents no conflict for an upsert by a unique property).
 pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
@@ -144,7 +147,7 @@ pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_a
         // Multi-status: the one input failed; its error says why.
         207 => classify_error(&answer["errors"][0]),
         400 => classify_error(answer),
-        409 if object == "contacts" => SinkError::Permanent { reason: "sink_contact_conflict" },
+        409 if object == "contacts" => CONTACT_CONFLICT,
         status => classify_status(status, retry_after),
     }
 }
@@ -181,9 +184,10 @@ pub const MAX_PROPERTY_CHARS: usize = 65_536;
 /// first space. Empty values are left out: HubSpot clears a property given an empty string, and
 /// a second submission without a last name must not erase the one the contact has.
 ///
-/// The email is also the upsert's `id`, and HubSpot requires `properties[idProperty]`, when
-/// given, to equal it: it is the same trimmed text as [`contact_input`]'s ID, never cut (an
-/// email too long for a property is refused as an input, which costs the contact only).
+/// The email is also the upsert's `id`: `properties.email` is the same trimmed text as
+/// [`contact_input`]'s ID, never cut (HubSpot's docs put the value in `id` only; a different
+/// `properties.email` would change the contact's email). An email too long for a property is
+/// refused as an input, which costs the contact only.
 pub fn contact_properties(lead: &Lead) -> Value {
     let (first, last) = lead.name.split_once(' ').unwrap_or((lead.name.as_str(), ""));
     let mut properties = serde_json::Map::new();
@@ -231,11 +235,20 @@ impl LeadSink for HubSpot {
         // written, with the email in its content.
         let contact = match contact_input(lead) {
             None => None,
-            Some((email, properties)) => match self.upsert_one("contacts", "email", email, properties).await {
-                Ok(id) => Some(id),
-                Err(SinkError::Permanent { .. }) => None,
-                Err(retryable) => return Err(retryable),
-            },
+            Some((email, properties)) => {
+                let mut result = self.upsert_one("contacts", "email", email, properties.clone()).await;
+                // A conflict may be a race: another submission from the same new person created
+                // the contact a moment ago. Once more finds it and updates it; a second conflict
+                // is a standing one.
+                if result == Err(CONTACT_CONFLICT) {
+                    result = self.upsert_one("contacts", "email", email, properties).await;
+                }
+                match result {
+                    Ok(id) => Some(id),
+                    Err(SinkError::Permanent { .. }) => None,
+                    Err(retryable) => return Err(retryable),
+                }
+            }
         };
         let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
         if contact.is_none() && !lead.email.trim().is_empty() {
