@@ -53,6 +53,8 @@ echo "smoke: a second make dev refused: ${second#dev: }"
 
 python3 scripts/demo.py
 
+# Again just before the stop: anything the stack started since is checked too.
+pids="$pids $(descendants "$dev" | tr '\n' ' ')"
 stop
 trap - EXIT
 # An orphan is reaped by init a moment after it exits; give each a few seconds.
