@@ -10,16 +10,13 @@ use shared::store::{classify_put, PermanentStoreError, PutOutcome, RetryableStor
 use worker::wasm_bindgen::JsValue;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
-use crate::config::Config;
-use crate::sigv4::signed_headers;
+use crate::isolate::Ready;
 
 /// Sends `request` and says what the store did with it. Never fails: a store that cannot be
 /// reached, answers late or answers nonsense is one of the `Failed` outcomes.
-pub async fn put(config: &Config, request: &StoreRequest, now_millis: u64) -> PutOutcome {
-    let Ok(headers) = signed_headers(&config.endpoint, &config.region, &config.credentials, request, now_millis) else {
-        return PutOutcome::Failed(StoreError::Permanent(PermanentStoreError::InvalidRequest));
-    };
-    let Some(fetch) = build(config, request, &headers) else {
+pub async fn put(ready: &Ready, request: &StoreRequest, now_millis: u64) -> PutOutcome {
+    let headers = ready.signer.sign(request, now_millis);
+    let Some(fetch) = build(ready.signer.url(), request, &headers) else {
         return PutOutcome::Failed(StoreError::Permanent(PermanentStoreError::InvalidRequest));
     };
     let controller = AbortController::default();
@@ -32,7 +29,7 @@ pub async fn put(config: &Config, request: &StoreRequest, now_millis: u64) -> Pu
         let body = response.bytes().await?;
         Ok::<_, worker::Error>((status, body))
     };
-    let deadline = Delay::from(Duration::from_millis(u64::from(config.store_timeout_ms)));
+    let deadline = Delay::from(Duration::from_millis(u64::from(ready.config.store_timeout_ms)));
     match first(call, deadline).await {
         First::A(Ok((status, body))) => classify_put(status, &body),
         First::A(Err(_)) => PutOutcome::Failed(StoreError::Retryable(RetryableStoreError::Network)),
@@ -43,7 +40,7 @@ pub async fn put(config: &Config, request: &StoreRequest, now_millis: u64) -> Pu
     }
 }
 
-fn build(config: &Config, request: &StoreRequest, signed: &[(String, String)]) -> Option<Fetch> {
+fn build(url: &str, request: &StoreRequest, signed: &[(&str, String)]) -> Option<Fetch> {
     let headers = Headers::new();
     for (name, value) in signed {
         headers.set(name, value).ok()?;
@@ -55,8 +52,7 @@ fn build(config: &Config, request: &StoreRequest, signed: &[(String, String)]) -
         .with_headers(headers)
         .with_body(Some(JsValue::from_str(&request.body)))
         .with_redirect(RequestRedirect::Manual);
-    let url = format!("{}/", config.endpoint);
-    Request::new_with_init(&url, &init).ok().map(Fetch::Request)
+    Request::new_with_init(url, &init).ok().map(Fetch::Request)
 }
 
 /// Which of two futures finished first.

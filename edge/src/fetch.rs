@@ -10,8 +10,9 @@ use shared::log::{safe_request_id, LogRecord};
 use shared::receive::{self, declared_too_large, receive, route, Delivery, Route, Step};
 use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
 
-use crate::config::Config;
 use crate::dynamodb;
+use crate::isolate::{self, Ready};
+use std::rc::Rc;
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
@@ -49,10 +50,10 @@ async fn handle(
     match check(request, env, request_id, now_millis).await {
         Checked::Respond(outcome, submission_id) => (outcome, submission_id, None),
         Checked::Store(store) => {
-            let (config, pending) = *store;
+            let (ready, pending) = *store;
             // The Workers clock advances across I/O, so this is the store's round trip.
             let sent = Date::now().as_millis();
-            let answer = dynamodb::put(&config, &pending.request, now_millis).await;
+            let answer = dynamodb::put(&ready, &pending.request, now_millis).await;
             let store_ms = Date::now().as_millis().saturating_sub(sent);
             (pending.finish(answer), Some(pending.submission_id), Some(store_ms))
         }
@@ -64,7 +65,7 @@ enum Checked {
     /// Answer with this outcome; nothing is stored.
     Respond(Outcome, Option<String>),
     /// Send this PutItem with this configuration (boxed: the variants differ in size).
-    Store(Box<(Config, receive::PendingPut)>),
+    Store(Box<(Rc<Ready>, receive::PendingPut)>),
 }
 
 /// Runs the core's checks on the request.
@@ -74,28 +75,31 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
         Route::Health => true,
         Route::Webhook => false,
     };
-    let config = Config::load(|name| env_string(env, name));
+    let loaded = isolate::load(env);
     if health {
-        return Checked::Respond(receive::health(config.as_ref().map(|c| &c.policy).map_err(|e| e.variable)), None);
+        return Checked::Respond(
+            receive::health(loaded.as_ref().map(|r| &r.config.policy).map_err(|e| e.variable)),
+            None,
+        );
     }
-    let config = match config {
-        Ok(config) => config,
+    let ready = match loaded {
+        Ok(ready) => ready,
         Err(error) => return Checked::Respond(Outcome::ConfigInvalid(error.variable), None),
     };
     let declared = request.headers().get("content-length").ok().flatten();
-    if declared_too_large(&config.policy, declared.as_deref()) {
+    if declared_too_large(&ready.config.policy, declared.as_deref()) {
         return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);
     }
-    let body = match read_body(&mut request, config.policy.max_body_bytes).await {
+    let body = match read_body(&mut request, ready.config.policy.max_body_bytes).await {
         Ok(Some(body)) => body,
         Ok(None) => return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None),
         Err(()) => return Checked::Respond(Outcome::BodyUnreadable, None),
     };
     let headers = CoreHeaders::new(request.headers().entries());
     let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
-    match receive(&config.policy, &delivery) {
+    match receive(&ready.config.policy, &delivery) {
         Step::Respond(outcome, submission_id) => Checked::Respond(outcome, submission_id),
-        Step::Store(pending) => Checked::Store(Box::new((config, pending))),
+        Step::Store(pending) => Checked::Store(Box::new((ready, pending))),
     }
 }
 
@@ -117,11 +121,6 @@ async fn read_body(request: &mut Request, limit: usize) -> core::result::Result<
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
-}
-
-/// A `[vars]` value or secret as a string; `None` when unset.
-fn env_string(env: &Env, name: &str) -> Option<String> {
-    js_sys::Reflect::get(env.as_ref(), &name.into()).ok()?.as_string()
 }
 
 /// A request ID when the platform gave none (`cf-ray` is absent when running locally).

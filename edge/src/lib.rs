@@ -13,6 +13,8 @@ pub mod config;
 pub mod dynamodb;
 #[cfg(feature = "runtime")]
 mod fetch;
+#[cfg(feature = "runtime")]
+pub mod isolate;
 pub mod sigv4;
 
 #[cfg(all(test, target_arch = "wasm32"))]
