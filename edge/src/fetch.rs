@@ -90,7 +90,7 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
     if declared_too_large(&ready.config.policy, declared.as_deref()) {
         return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);
     }
-    let body = match read_body(&mut request, ready.config.policy.max_body_bytes).await {
+    let body = match read_body(&mut request, ready.config.policy.max_body_bytes, declared.as_deref()).await {
         Ok(Some(body)) => body,
         Ok(None) => return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None),
         Err(()) => return Checked::Respond(Outcome::BodyUnreadable, None),
@@ -103,9 +103,19 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
     }
 }
 
-/// Reads the body, but no more than `limit` bytes: `Ok(None)` as soon as it is longer, so a
-/// chunked body without `Content-Length` cannot make the Worker buffer more than that.
-async fn read_body(request: &mut Request, limit: usize) -> core::result::Result<Option<Vec<u8>>, ()> {
+/// Reads the body, but no more than `limit` bytes: `Ok(None)` when it is longer. With a
+/// declared length within the limit it is read in one piece (the runtime ends the body at its
+/// declared length); without one (chunked) chunk by chunk, given up as soon as it is longer, so
+/// the Worker never buffers more than the limit.
+async fn read_body(
+    request: &mut Request,
+    limit: usize,
+    declared: Option<&str>,
+) -> core::result::Result<Option<Vec<u8>>, ()> {
+    if declared.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n <= limit) {
+        let body = request.bytes().await.map_err(|_| ())?;
+        return Ok((body.len() <= limit).then_some(body));
+    }
     let mut stream = match request.stream() {
         Ok(stream) => stream,
         // A POST without a body is an empty body; the envelope check refuses it.

@@ -190,6 +190,23 @@ fn store_timeout_ms_is_the_deadline_of_the_store_call() {
 }
 
 #[test]
+fn a_store_that_stalls_inside_its_answer_meets_the_same_deadline() {
+    // Headers and the first bytes of a 200, then nothing: the answer is not proof of a write.
+    let proxy = FaultProxy::start(free_port());
+    proxy.set(Mode::StallBody);
+    let edge = Edge::start(&bindings(&proxy.endpoint(), &unused_key(), &[("STORE_TIMEOUT_MS", "500")]));
+    assert_eq!(edge.request("GET", "/healthz", &[], &[]).status, 200);
+    let started = Instant::now();
+    let answer = deliver(&edge, &headers("sub_stall"), &body("sub_stall"));
+    let elapsed = started.elapsed().as_millis();
+    assert_eq!((answer.status, answer.json()["code"].clone()), (503, json!("store_unavailable")), "{}", answer.body);
+    assert!((450..5_000).contains(&elapsed), "answered after {elapsed} ms, the deadline is 500 ms");
+    assert_eq!(proxy.accepted.load(Ordering::Relaxed), 1, "the store was asked once");
+    let logs = worker_records(&edge.logs(2));
+    assert_eq!(logs.last().map(|r| r["reason"].clone()), Some(json!("store_timeout")), "{logs:?}");
+}
+
+#[test]
 fn a_duplicate_answers_with_the_stored_receipts_status() {
     let s = stack();
     for (id, status) in [("sub_done", "COMPLETED"), ("sub_failed", "FAILED")] {

@@ -19,6 +19,9 @@ pub enum Mode {
     Refuse,
     /// Hold the connection and never answer (a store that hangs).
     Hang,
+    /// Send a 200's head and the first bytes of its body, then hold the connection (a store
+    /// that stalls in the middle of its answer).
+    StallBody,
     /// Answer with this status and body without forwarding.
     Answer(u16, String),
     /// Answer with this redirect status and `Location`, without forwarding.
@@ -70,6 +73,13 @@ impl FaultProxy {
                 };
                 match current {
                     Mode::Hang => held.push(client),
+                    Mode::StallBody => {
+                        let mut client = client;
+                        let _ = client.set_nonblocking(false);
+                        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"Attr";
+                        let _ = client.write_all(head.as_bytes());
+                        held.push(client);
+                    }
                     Mode::Refuse => drop(client),
                     mode => {
                         let forwarded = Arc::clone(&forwarded_in);
