@@ -2,18 +2,24 @@
 //! first retryable failure (or when the invocation's time would not cover the next record),
 //! report that record's sequence number.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures_util::future::join_all;
 use shared::stream::{decide, submission_id_of_key, NewImage, RecordAction, RecordLog};
 use shared::time::iso8601_millis;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::metrics::Tally;
 use crate::receipts::{Mark, Marked, ReceiptStore};
 use crate::sink::{LeadSink, SinkError};
 
+/// Records processed at the same time, at most (records of one receipt never are).
+pub const MAX_CONCURRENT_RECORDS: usize = 10;
 /// Attempts per record within one invocation when the sink asks to be retried later.
 pub const MAX_ATTEMPTS: u32 = 3;
 /// Longest `Retry-After` honoured in place when there is no invocation deadline (local mode).
@@ -27,6 +33,9 @@ pub struct Handler<S, R> {
 
 /// A record that must be retried, from its sequence number on; the reason is for the log.
 struct Retry(&'static str);
+
+/// What processing one record came to: its outcome and reason, or a retry.
+type Settled = Result<(&'static str, Option<&'static str>), Retry>;
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// Processes `event`'s records in order and reports the first that must be retried, then
@@ -43,30 +52,70 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
 
     /// [`Handler::handle`] without the metrics lines: the response and what the batch did.
     ///
+    /// Records of one receipt run in stream order (a lane); lanes run at the same time, at
+    /// most [`LeadSink::concurrency`] records at once, so a batch costs about its slowest lane
+    /// rather than the sum of its records. The report is what Lambda's ordered partial-failure
+    /// protocol needs: the lowest record that must be retried. Every record before it is done;
+    /// records after it are reported unprocessed, even if a lane already finished them (they
+    /// come again, and settling a receipt twice is harmless: the upsert is keyed by the
+    /// submission and the receipt update is conditional). No lane starts a record past a known
+    /// failure.
+    ///
     /// Before each record but the first, the time left must cover one record at its worst
     /// ([`LeadSink::record_budget`]); otherwise that record is reported unprocessed, so Lambda
     /// keeps the batch's progress instead of timing out and retrying all of it. The first record
     /// is always tried, or a function whose timeout is too short would never move on.
     pub async fn handle_counted(&self, event: Event, deadline: Option<Instant>) -> (DynamoDbEventResponse, Tally) {
+        let records = &event.records;
+        let budget = self.sink.record_budget();
+        let lowest_failure = AtomicUsize::new(usize::MAX);
+        let slots = Semaphore::new(self.sink.concurrency().clamp(1, MAX_CONCURRENT_RECORDS));
+        let lane = |indices: Vec<usize>| {
+            let (lowest_failure, slots) = (&lowest_failure, &slots);
+            async move {
+                let mut done = Vec::with_capacity(indices.len());
+                for index in indices {
+                    let _slot = slots.acquire().await.expect("the semaphore is never closed");
+                    if index > lowest_failure.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let record = &records[index];
+                    let out_of_time = deadline.is_some_and(|deadline| index > 0 && Instant::now() + budget > deadline);
+                    let result =
+                        if out_of_time { Err(Retry("deadline")) } else { self.process(record, deadline).await };
+                    if let Err(Retry(reason)) = result {
+                        if out_of_time {
+                            let seq = sequence_number(record);
+                            log_record(seq, new_image(record).submission_id(), "defer", "retry", Some(reason), 0);
+                        }
+                        lowest_failure.fetch_min(index, Ordering::AcqRel);
+                        done.push((index, result));
+                        break;
+                    }
+                    done.push((index, result));
+                }
+                done
+            }
+        };
+        let finished = join_all(lanes(records).into_iter().map(lane)).await;
+        let mut results: Vec<Option<Settled>> = (0..records.len()).map(|_| None).collect();
+        for (index, result) in finished.into_iter().flatten() {
+            results[index] = Some(result);
+        }
         let mut response = DynamoDbEventResponse::default();
         let mut tally = Tally::default();
-        let budget = self.sink.record_budget();
-        for (index, record) in event.records.iter().enumerate() {
-            let out_of_time = deadline.is_some_and(|deadline| index > 0 && Instant::now() + budget > deadline);
-            let result = if out_of_time { Err(Retry("deadline")) } else { self.process(record, deadline).await };
+        for (record, result) in records.iter().zip(results) {
             match result {
-                Ok((outcome, reason)) => tally.settled(outcome, reason),
-                Err(Retry(reason)) => {
+                Some(Ok((outcome, reason))) => tally.settled(outcome, reason),
+                Some(Err(Retry(reason))) => {
                     tally.retry(reason);
-                    if out_of_time {
-                        let seq = sequence_number(record);
-                        log_record(seq, new_image(record).submission_id(), "defer", "retry", Some(reason), 0);
-                    }
                     let mut failure = DynamoDbBatchItemFailure::default();
                     failure.item_identifier = record.change.sequence_number.clone();
                     response.batch_item_failures.push(failure);
                     break;
                 }
+                // Not started: after a failure, which the loop has already met.
+                None => break,
             }
         }
         (response, tally)
@@ -208,6 +257,29 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
             Err(error) => Err(error.0),
         }
     }
+}
+
+/// The batch's records grouped by receipt key, each group in stream order, the groups in the
+/// order of their first record. A record without a key is a group of its own.
+fn lanes(records: &[EventRecord]) -> Vec<Vec<usize>> {
+    let mut lanes: Vec<Vec<usize>> = Vec::new();
+    let mut by_key: HashMap<&str, usize> = HashMap::new();
+    for (index, record) in records.iter().enumerate() {
+        let key = match record.change.keys.get("pk") {
+            Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
+            _ => None,
+        };
+        match key.and_then(|key| by_key.get(key)) {
+            Some(&lane) => lanes[lane].push(index),
+            None => {
+                if let Some(key) = key {
+                    by_key.insert(key, lanes.len());
+                }
+                lanes.push(vec![index]);
+            }
+        }
+    }
+    lanes
 }
 
 /// True if `arn` is a stream of `table` (`arn:<partition>:dynamodb:<region>:<account>:table/

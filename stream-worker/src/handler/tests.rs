@@ -245,6 +245,136 @@ impl LeadSink for SlowSink {
     fn record_budget(&self) -> Duration {
         self.delay
     }
+
+    /// One at a time, so the records' times add up as the deadline checks below assume.
+    fn concurrency(&self) -> usize {
+        1
+    }
+}
+
+/// A sink taking `concurrency` records at once, each call `delay` long (tokio's clock), failing
+/// (retryably) the ids in `fail` after the delay given there; it notes when each call ran.
+struct TimedSink {
+    concurrency: usize,
+    delay: Duration,
+    fail: BTreeMap<String, Duration>,
+    calls: Mutex<Vec<(String, Duration, Duration)>>,
+    start: Instant,
+}
+
+impl TimedSink {
+    fn new(concurrency: usize, delay: Duration, fail: &[(&str, Duration)]) -> TimedSink {
+        let fail = fail.iter().map(|(id, after)| ((*id).to_owned(), *after)).collect();
+        TimedSink { concurrency, delay, fail, calls: Mutex::default(), start: Instant::now() }
+    }
+
+    /// `(id, started, ended)` of every call, in the order they ended, as offsets from the start.
+    fn calls(&self) -> Vec<(String, u64, u64)> {
+        let calls = self.calls.lock().unwrap();
+        calls.iter().map(|(id, a, b)| (id.clone(), a.as_secs(), b.as_secs())).collect()
+    }
+}
+
+impl LeadSink for TimedSink {
+    async fn upsert(&self, lead: &shared::lead::Lead, _key: &str) -> Result<(), SinkError> {
+        let started = self.start.elapsed();
+        let failing = self.fail.get(&lead.external_id).copied();
+        tokio::time::sleep(failing.unwrap_or(self.delay)).await;
+        self.calls.lock().unwrap().push((lead.external_id.clone(), started, self.start.elapsed()));
+        match failing {
+            Some(_) => Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None }),
+            None => Ok(()),
+        }
+    }
+
+    fn record_budget(&self) -> Duration {
+        self.delay
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+}
+
+fn five_receipts() -> MemoryReceipts {
+    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
+    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
+    MemoryReceipts::with(&pairs)
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_of_different_receipts_run_at_the_same_time_up_to_the_sinks_concurrency() {
+    let ten = Duration::from_secs(10);
+    // Five records of 10 s each: 10 s in all with five at a time, 30 s with two (2 + 2 + 1).
+    for (concurrency, total) in [(5, 10), (2, 30), (1, 50), (MAX_CONCURRENT_RECORDS + 5, 10)] {
+        let handler = Handler { sink: TimedSink::new(concurrency, ten, &[]), receipts: five_receipts() };
+        let started = Instant::now();
+        let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+        assert!(failures(&response).is_empty());
+        assert_eq!(tally.written, 5);
+        assert_eq!(started.elapsed().as_secs(), total, "concurrency {concurrency}");
+        let most_at_once =
+            (0..total).map(|t| handler.sink.calls().iter().filter(|c| c.1 <= t && t < c.2).count()).max();
+        assert_eq!(most_at_once, Some(concurrency.min(5)), "concurrency {concurrency}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn records_of_one_receipt_run_in_stream_order() {
+    // Records 1 and 3 are the same receipt (a record delivered twice); 2, 4, 5 are others.
+    let mut batch = event("batch_of_five.json");
+    batch.records[2] = batch.records[0].clone();
+    batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+    let handler = Handler { sink: TimedSink::new(10, Duration::from_secs(10), &[]), receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(batch, None).await;
+    assert!(failures(&response).is_empty());
+    let calls = handler.sink.calls();
+    let sub_1: Vec<(u64, u64)> = calls.iter().filter(|c| c.0 == "sub_1").map(|c| (c.1, c.2)).collect();
+    assert_eq!(sub_1, [(0, 10), (10, 20)], "the second record of sub_1 starts when the first has ended");
+    for other in ["sub_2", "sub_4", "sub_5"] {
+        assert!(calls.iter().any(|c| c.0 == other && c.1 == 0), "{other} runs beside sub_1: {calls:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_lowest_failed_record_is_reported_and_nothing_after_it_counts_as_done() {
+    let ten = Duration::from_secs(10);
+    // sub_4 fails first in time (at 1 s), sub_2 later (at 5 s): the report is sub_2's record,
+    // the lowest; sub_1 is done; sub_3 and sub_5 may have finished, but they come again.
+    let sink = TimedSink::new(10, ten, &[("sub_2", Duration::from_secs(5)), ("sub_4", Duration::from_secs(1))]);
+    let handler = Handler { sink, receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!((tally.written, tally.retried_total()), (1, 1), "only sub_1 counts as done");
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    assert_eq!(handler.receipts.status("sub_2"), Some(("RECEIVED", None)));
+    assert_eq!(handler.receipts.status("sub_4"), Some(("RECEIVED", None)));
+    // Lambda sends the batch again from sub_2: everything ends done, each lead written.
+    let rest = {
+        let mut e = event("batch_of_five.json");
+        e.records.drain(..1);
+        e
+    };
+    let handler = Handler { sink: TimedSink::new(10, ten, &[]), receipts: handler.receipts };
+    let (response, tally) = handler.handle_counted(rest, None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(tally.written + tally.absorbed, 4);
+    for i in 1..=5 {
+        assert_eq!(handler.receipts.status(&format!("sub_{i}")), Some(("COMPLETED", None)), "sub_{i}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_record_starts_after_a_failure_is_known() {
+    // Two at a time: sub_1 fails after 1 s, sub_2 takes 10 s. sub_1's slot is free at 1 s, but
+    // sub_3 to sub_5 are never started: the batch is already known to stop at sub_1.
+    let sink = TimedSink::new(2, Duration::from_secs(10), &[("sub_1", Duration::from_secs(1))]);
+    let handler = Handler { sink, receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000201"]);
+    assert_eq!((tally.written, tally.retried_total()), (0, 1));
+    let started: Vec<String> = handler.sink.calls().into_iter().map(|c| c.0).collect();
+    assert_eq!(started, ["sub_1", "sub_2"]);
 }
 
 #[tokio::test(start_paused = true)]

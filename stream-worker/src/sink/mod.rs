@@ -36,6 +36,12 @@ pub trait LeadSink {
     fn record_budget(&self) -> Duration {
         http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
+
+    /// How many records the sink takes at the same time (the handler caps it at
+    /// [`crate::handler::MAX_CONCURRENT_RECORDS`]).
+    fn concurrency(&self) -> usize {
+        crate::handler::MAX_CONCURRENT_RECORDS
+    }
 }
 
 /// The longest one DynamoDB call may take (the SDK's operation timeout, set in `main`).
@@ -121,6 +127,16 @@ impl LeadSink for Sink {
             Sink::HubSpot(sink) => sink.upsert(lead, receipt_key).await,
             Sink::Salesforce(sink) => sink.upsert(lead, receipt_key).await,
             Sink::Webhook(sink) => sink.upsert(lead, receipt_key).await,
+        }
+    }
+
+    /// HubSpot's burst limit (100 requests per 10 s for a private app on most plans, two calls
+    /// per lead) is about what one lane at HubSpot's latency already sends: one at a time.
+    /// The others take [`crate::handler::MAX_CONCURRENT_RECORDS`].
+    fn concurrency(&self) -> usize {
+        match self {
+            Sink::HubSpot(_) => 1,
+            Sink::Sql(_) | Sink::Salesforce(_) | Sink::Webhook(_) => crate::handler::MAX_CONCURRENT_RECORDS,
         }
     }
 
