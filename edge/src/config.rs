@@ -150,8 +150,39 @@ fn parse_endpoint(text: &str) -> Option<String> {
         None => (trimmed.strip_prefix("http://")?, false),
     };
     let valid = !rest.is_empty()
-        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+        && is_canonical_authority(rest);
     (valid && (secure || is_loopback_authority(rest))).then(|| trimmed.to_owned())
+}
+
+/// True if the URL parser leaves `host[:port]` as written (but for case and a default port),
+/// so the `host` the signature covers is the one the fetch sends: a port without leading zeros,
+/// an IPv4 address only in plain dotted form (a name whose last label is a number is parsed as
+/// one), and no IPv6 address but `[::1]` (others have several spellings).
+fn is_canonical_authority(authority: &str) -> bool {
+    let (host, port) = match (authority.starts_with('['), authority.find(']'), authority.find(':')) {
+        (true, Some(end), _) => authority.split_at(end + 1),
+        (true, None, _) => return false,
+        (false, _, Some(colon)) => authority.split_at(colon),
+        (false, _, None) => (authority, ""),
+    };
+    let canonical_number = |text: &str, max: u32| {
+        text.bytes().all(|b| b.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'))
+            && text.parse::<u32>().is_ok_and(|n| n <= max)
+    };
+    let port_ok = port.is_empty() || port.strip_prefix(':').is_some_and(|p| p != "0" && canonical_number(p, 65_535));
+    let host_ok = if host.starts_with('[') {
+        host == "[::1]"
+    } else {
+        let last = host.rsplit('.').next().unwrap_or_default();
+        let numeric = last.bytes().all(|b| b.is_ascii_digit()) || last.to_ascii_lowercase().starts_with("0x");
+        !numeric || {
+            let octets: Vec<&str> = host.split('.').collect();
+            octets.len() == 4 && octets.iter().all(|o| canonical_number(o, 255))
+        }
+    };
+    port_ok && host_ok
 }
 
 /// True if `host[:port]` names this machine: `localhost`, `127.0.0.0/8`, or `[::1]`.
@@ -251,6 +282,33 @@ mod tests {
         assert_eq!(config.policy.auth.basic_credentials.len(), 2);
         assert_eq!(config.policy.auth.header.as_ref().map(|h| h.values.len()), Some(2));
         assert_eq!(config.policy.auth.signing_secrets.len(), 1);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn an_endpoint_is_taken_only_in_the_form_the_fetch_sends_it() {
+        // The signature covers `host`; the URL parser rewrites these, so they would not match.
+        let endpoint = Err((
+            "DYNAMODB_ENDPOINT",
+            "an https://host[:port] URL with no path (http:// only for 127.0.0.1, localhost or [::1])",
+        ));
+        for odd in [
+            "https://db.example:0443",
+            "https://db.example:",
+            "https://db.example:0",
+            "https://2130706433",
+            "https://127.000.000.001",
+            "https://10.1",
+            "https://db.0x7f",
+            "https://[0:0:0:0:0:0:0:1]",
+            "https://[::1",
+            "https://[::1]x",
+            "http://127.0.0.01:4566",
+        ] {
+            check(&[("DYNAMODB_ENDPOINT", odd)], endpoint);
+        }
+        for fine in ["https://db.example:8443", "https://10.0.0.5", "https://db-1.example", "http://[::1]:4566"] {
+            check(&[("DYNAMODB_ENDPOINT", fine)], Ok(()));
+        }
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -7,7 +7,7 @@ use futures_core::Stream;
 use shared::decision::{Outcome, Response as Decision, TooLarge};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
-use shared::receive::{self, declared_too_large, receive, route, Delivery, Route, Step};
+use shared::receive::{self, declared_too_large, declared_within_limit, receive, route, Delivery, Route, Step};
 use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
 
 use crate::dynamodb;
@@ -51,9 +51,11 @@ async fn handle(
         Checked::Respond(outcome, submission_id) => (outcome, submission_id, None),
         Checked::Store(store) => {
             let (ready, pending) = *store;
-            // The Workers clock advances across I/O, so this is the store's round trip.
+            // The Workers clock advances across I/O, so this is the store's round trip. The
+            // request is signed at this time, not the delivery's arrival: a body that took
+            // minutes to arrive must not make the signature expire (AWS allows 5 minutes).
             let sent = Date::now().as_millis();
-            let answer = dynamodb::put(&ready, &pending.request, now_millis).await;
+            let answer = dynamodb::put(&ready, &pending.request, sent).await;
             let store_ms = Date::now().as_millis().saturating_sub(sent);
             (pending.finish(answer), Some(pending.submission_id), Some(store_ms))
         }
@@ -90,7 +92,9 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
     if declared_too_large(&ready.config.policy, declared.as_deref()) {
         return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);
     }
-    let body = match read_body(&mut request, ready.config.policy.max_body_bytes, declared.as_deref()).await {
+    let chunked = request.headers().get("transfer-encoding").ok().flatten();
+    let whole = declared_within_limit(&ready.config.policy, declared.as_deref(), chunked.as_deref());
+    let body = match read_body(&mut request, ready.config.policy.max_body_bytes, whole).await {
         Ok(Some(body)) => body,
         Ok(None) => return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None),
         Err(()) => return Checked::Respond(Outcome::BodyUnreadable, None),
@@ -103,16 +107,11 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
     }
 }
 
-/// Reads the body, but no more than `limit` bytes: `Ok(None)` when it is longer. With a
-/// declared length within the limit it is read in one piece (the runtime ends the body at its
-/// declared length); without one (chunked) chunk by chunk, given up as soon as it is longer, so
-/// the Worker never buffers more than the limit.
-async fn read_body(
-    request: &mut Request,
-    limit: usize,
-    declared: Option<&str>,
-) -> core::result::Result<Option<Vec<u8>>, ()> {
-    if declared.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n <= limit) {
+/// Reads the body, but no more than `limit` bytes: `Ok(None)` when it is longer. `whole` (the
+/// core's [`declared_within_limit`]): in one piece, one crossing; otherwise chunk by chunk,
+/// given up as soon as it is longer, so the Worker never buffers more than the limit.
+async fn read_body(request: &mut Request, limit: usize, whole: bool) -> core::result::Result<Option<Vec<u8>>, ()> {
+    if whole {
         let body = request.bytes().await.map_err(|_| ())?;
         return Ok((body.len() <= limit).then_some(body));
     }

@@ -142,6 +142,15 @@ pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool
     content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n > policy.max_body_bytes)
 }
 
+/// True if the body may be read in one piece: its declared `Content-Length` is within the limit
+/// and it is not also chunked (`Transfer-Encoding`, which overrides the declared length). The
+/// runtime ends such a body at its declared length; any other body is read in chunks and given
+/// up past the limit, so the shell never buffers more than it.
+pub fn declared_within_limit(policy: &Policy, content_length: Option<&str>, transfer_encoding: Option<&str>) -> bool {
+    transfer_encoding.is_none()
+        && content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n <= policy.max_body_bytes)
+}
+
 /// Runs every check on a `POST /webhooks/staticforms` delivery, in order: size, media type,
 /// authentication, envelope, idempotency key, and the size of the item it would store.
 /// Nothing is written unless all pass, so every 2xx is a receipt that fits DynamoDB's rules.

@@ -77,6 +77,17 @@ fn declared_lengths() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn a_body_is_read_whole_only_when_declared_within_the_limit_and_not_chunked() {
+    let p = policy();
+    assert!(declared_within_limit(&p, Some("1024"), None));
+    assert!(declared_within_limit(&p, Some(" 0 "), None));
+    assert!(!declared_within_limit(&p, Some("1025"), None));
+    assert!(!declared_within_limit(&p, Some("x"), None));
+    assert!(!declared_within_limit(&p, None, None));
+    assert!(!declared_within_limit(&p, Some("10"), Some("chunked")));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn media_types() {
     assert!(is_json_media_type(Some("application/json")));
     assert!(is_json_media_type(Some("Application/JSON; charset=utf-8")));
