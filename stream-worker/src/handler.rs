@@ -1,6 +1,7 @@
-//! The batch handler, shared by Lambda and the local poller: records in order, stop at the
-//! first retryable failure (or when the invocation's time would not cover the next record),
-//! report that record's sequence number.
+//! The batch handler, shared by Lambda and the local poller: each receipt's records in order,
+//! different receipts at the same time (up to the sink's concurrency), no record started after a
+//! known retryable failure (or when the invocation's time would not cover it), and the lowest
+//! such record's sequence number reported.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,7 +39,8 @@ struct Retry(&'static str);
 type Settled = Result<(&'static str, Option<&'static str>), Retry>;
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
-    /// Processes `event`'s records in order and reports the first that must be retried, then
+    /// Processes `event`'s records ([`Handler::handle_counted`]) and reports the lowest that must
+    /// be retried, then
     /// writes the batch's metrics (EMF lines) to stdout. `deadline` is when the invocation ends
     /// (Lambda's), if it has one.
     #[allow(clippy::print_stdout)]
@@ -106,18 +108,25 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         let mut tally = Tally::default();
         for (record, result) in records.iter().zip(results) {
             match result {
+                // The metrics count what happened, past the reported record too: a lead a lane
+                // wrote (or a receipt it marked FAILED) after it is real, and when the record
+                // comes again it settles as already finished, so nothing counts twice.
                 Some(Ok((outcome, reason))) => tally.settled(outcome, reason),
+                // One retry per batch, as before lanes: the lowest record hands the rest back.
+                // A later failure comes again with it and is counted when it fails then.
                 Some(Err(Retry(reason))) => {
-                    tally.retry(reason);
-                    let mut failure = DynamoDbBatchItemFailure::default();
-                    failure.item_identifier = record.change.sequence_number.clone();
-                    response.batch_item_failures.push(failure);
-                    break;
+                    if response.batch_item_failures.is_empty() {
+                        tally.retry(reason);
+                    }
+                    report(&mut response, record);
                 }
-                // Not started: after a failure, which the loop has already met.
-                None => break,
+                // Not started: only ever after a reported failure. Were one not reported, this
+                // record is, so no record is ever skipped as if done.
+                None => report(&mut response, record),
             }
         }
+        // Lambda checkpoints at the lowest reported record; the first is that record.
+        response.batch_item_failures.truncate(1);
         (response, tally)
     }
 
@@ -259,16 +268,24 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     }
 }
 
-/// The batch's records grouped by receipt key, each group in stream order, the groups in the
-/// order of their first record. A record without a key is a group of its own.
+/// Adds `record` to the report of records to retry.
+fn report(response: &mut DynamoDbEventResponse, record: &EventRecord) {
+    let mut failure = DynamoDbBatchItemFailure::default();
+    failure.item_identifier = record.change.sequence_number.clone();
+    response.batch_item_failures.push(failure);
+}
+
+/// The batch's records grouped by receipt key (`Keys.pk`, else the new image's `pk`), each
+/// group in stream order, the groups in the order of their first record. A record with
+/// neither is a group of its own.
 fn lanes(records: &[EventRecord]) -> Vec<Vec<usize>> {
     let mut lanes: Vec<Vec<usize>> = Vec::new();
     let mut by_key: HashMap<&str, usize> = HashMap::new();
     for (index, record) in records.iter().enumerate() {
-        let key = match record.change.keys.get("pk") {
+        let key = [&record.change.keys, &record.change.new_image].into_iter().find_map(|item| match item.get("pk") {
             Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
             _ => None,
-        };
+        });
         match key.and_then(|key| by_key.get(key)) {
             Some(&lane) => lanes[lane].push(index),
             None => {

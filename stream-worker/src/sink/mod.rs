@@ -130,9 +130,11 @@ impl LeadSink for Sink {
         }
     }
 
-    /// HubSpot's burst limit (100 requests per 10 s for a private app on most plans, two calls
-    /// per lead) is about what one lane at HubSpot's latency already sends: one at a time.
-    /// The others take [`crate::handler::MAX_CONCURRENT_RECORDS`].
+    /// HubSpot takes one record at a time: two receipts from one person share a contact (by
+    /// email), and two upserts of it at once race into a 409; its burst limit (per private
+    /// app, 100 requests per 10 s on Free and Starter, 190 on Professional and Enterprise, up to
+    /// three calls per lead) leaves little room for more. The others take
+    /// [`crate::handler::MAX_CONCURRENT_RECORDS`].
     fn concurrency(&self) -> usize {
         match self {
             Sink::HubSpot(_) => 1,

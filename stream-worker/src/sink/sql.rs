@@ -4,7 +4,9 @@
 //! row (and count it in `upsert_count`) instead of adding a second one. The schema is created
 //! on first use.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
 
 use shared::json::Json;
 use shared::lead::Lead;
@@ -55,8 +57,16 @@ pub enum SqlSink {
     /// An embedded SQLite file.
     Sqlite(Mutex<rusqlite::Connection>),
     /// A PostgreSQL server, connected on first use; the connection is re-opened (and the
-    /// schema checked) when it drops or a statement times out.
-    Postgres { target: PostgresTarget, client: tokio::sync::Mutex<Option<tokio_postgres::Client>> },
+    /// schema checked) when it drops or a statement times out. Records share the one
+    /// connection (statements are pipelined); the lock is held only to connect.
+    Postgres { target: PostgresTarget, connection: tokio::sync::Mutex<Connection> },
+}
+
+/// The shared PostgreSQL connection, and the last failed attempt to open one.
+#[derive(Default)]
+pub struct Connection {
+    client: Option<Arc<tokio_postgres::Client>>,
+    failed: Option<(Instant, SinkError)>,
 }
 
 impl SqlSink {
@@ -75,7 +85,7 @@ impl SqlSink {
 
     /// PostgreSQL at `target`; nothing is opened until the first lead.
     pub fn postgres(target: PostgresTarget) -> SqlSink {
-        SqlSink::Postgres { target, client: tokio::sync::Mutex::new(None) }
+        SqlSink::Postgres { target, connection: tokio::sync::Mutex::default() }
     }
 }
 
@@ -121,11 +131,28 @@ impl LeadSink for SqlSink {
                     .map(|_| ())
                     .map_err(|e| classify_sqlite(&e))
             }
-            SqlSink::Postgres { target, client } => {
-                let mut guard = client.lock().await;
-                let connected = match guard.take() {
-                    Some(client) if !client.is_closed() => client,
-                    _ => connect_postgres(target).await?,
+            SqlSink::Postgres { target, connection } => {
+                let asked = Instant::now();
+                let connected = {
+                    let mut guard = connection.lock().await;
+                    match (&guard.client, &guard.failed) {
+                        (Some(client), _) if !client.is_closed() => Arc::clone(client),
+                        // An attempt failed while this record waited for it: one attempt per
+                        // wave of records, so a database that is down costs each record one
+                        // connect at most, not one per record queued before it.
+                        (_, Some((at, error))) if *at >= asked => return Err(*error),
+                        _ => match connect_postgres(target).await {
+                            Ok(client) => {
+                                let client = Arc::new(client);
+                                *guard = Connection { client: Some(Arc::clone(&client)), failed: None };
+                                client
+                            }
+                            Err(error) => {
+                                *guard = Connection { client: None, failed: Some((Instant::now(), error)) };
+                                return Err(error);
+                            }
+                        },
+                    }
                 };
                 let result = within_statement_timeout(
                     connected
@@ -133,8 +160,11 @@ impl LeadSink for SqlSink {
                 )
                 .await;
                 // After a timeout the connection's state is unknown: the next lead opens a new one.
-                if !matches!(result, Err(SinkError::Retryable { reason: "sink_timeout", .. })) {
-                    *guard = Some(connected);
+                if matches!(result, Err(SinkError::Retryable { reason: "sink_timeout", .. })) {
+                    let mut guard = connection.lock().await;
+                    if guard.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, &connected)) {
+                        guard.client = None;
+                    }
                 }
                 result.map(|_| ())
             }
