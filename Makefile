@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test mutants deploy-aws deploy-edge
+.PHONY: setup test dev demo build-edge browser-test mutants bench size deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -18,6 +18,16 @@ build-edge: setup
 # the tests that cover it; the summary lands in target/mutants/summary.md (README "Testing").
 mutants: setup
 	python3 scripts/mutants.py
+
+# Every benchmark on 127.0.0.1 (edge CPU against the floors, where the time goes, upload size,
+# the stream worker against the store's ceiling), into target/bench/report.md and report.json.
+# BENCH_QUICK=1 for a short run. README "Performance".
+bench: setup
+	python3 bench/run.py
+
+# What the Worker's Wasm is made of, by crate and by function: target/size/report.md.
+size: setup
+	python3 bench/size.py
 
 # Only the browser tests (headless Chromium).
 browser-test: setup

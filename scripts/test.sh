@@ -19,6 +19,12 @@ step "clippy (wasm32: shared, edge)"
 cargo clippy -p webhook-shared --all-targets --target wasm32-unknown-unknown -- -D warnings
 cargo clippy -p edge --all-targets --target wasm32-unknown-unknown -- -D warnings
 
+step "the benchmark and size scripts compile (make bench, make size; they run outside make test)"
+python3 -m py_compile bench/*.py
+node --check bench/profile.mjs
+node --check bench/core/run.mjs
+node --check bench/floor-js/worker.js
+
 step "no_std build of shared (wasm32-unknown-unknown, x86_64-unknown-none)"
 cargo build -p webhook-shared --target wasm32-unknown-unknown
 # sha2's x86 intrinsics do not build for a soft-float target; its portable code does.
