@@ -99,7 +99,11 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
         Ok(None) => return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None),
         Err(()) => return Checked::Respond(Outcome::BodyUnreadable, None),
     };
-    let headers = CoreHeaders::new(request.headers().entries());
+    // Only the headers the core reads: one crossing each, not one per header the request has.
+    let incoming = request.headers();
+    let headers = CoreHeaders::new(
+        ready.config.policy.header_names().filter_map(|name| incoming.get(name).ok().flatten().map(|v| (name, v))),
+    );
     let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
     match receive(&ready.config.policy, &delivery) {
         Step::Respond(outcome, submission_id) => Checked::Respond(outcome, submission_id),

@@ -142,6 +142,20 @@ pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool
     content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n > policy.max_body_bytes)
 }
 
+/// The request headers [`receive`] reads, besides the policy's custom authentication header
+/// ([`Policy::header_names`]). A shell may collect only these: each header it collects costs it
+/// a crossing from the runtime.
+pub const HEADERS_READ: [&str; 6] =
+    ["content-type", "authorization", "idempotency-key", "webhook-id", "webhook-timestamp", "webhook-signature"];
+
+impl Policy {
+    /// Every header [`receive`] may read under this policy: [`HEADERS_READ`] and the custom
+    /// authentication header, if one is configured.
+    pub fn header_names(&self) -> impl Iterator<Item = &str> {
+        HEADERS_READ.into_iter().chain(self.auth.header.as_ref().map(|h| h.name.as_str()))
+    }
+}
+
 /// True if the body may be read in one piece: its declared `Content-Length` is within the limit
 /// and it is not also chunked (`Transfer-Encoding`, which overrides the declared length). The
 /// runtime ends such a body at its declared length; any other body is read in chunks and given

@@ -88,6 +88,60 @@ fn a_body_is_read_whole_only_when_declared_within_the_limit_and_not_chunked() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn the_headers_the_policy_names_are_all_receive_reads() {
+    // Every method configured; requests for each, and requests that fail in each check. With
+    // only `header_names` collected the answer must be the same as with every header: a header
+    // read but not named would show as missing here.
+    let secret = crate::secret::SigningSecret::parse(&crate::secret::SigningSecret::encode(b"a signing key")).unwrap();
+    let everything = Policy {
+        auth: AuthPolicy {
+            bearer_tokens: alloc::vec![Credential::new(b"tok")],
+            basic_credentials: alloc::vec![Credential::new(b"forms:pass")],
+            header: Some(crate::auth::HeaderCredentials {
+                name: "X-Forms-Secret".into(),
+                values: alloc::vec![Credential::new(b"hv")],
+            }),
+            signing_secrets: alloc::vec![secret.clone()],
+        },
+        ..policy()
+    };
+    let timestamp = format!("{}", NOW / 1000);
+    let signature = crate::auth::signature_header(&secret, "msg_1", &timestamp, BODY.as_bytes());
+    let noise = [("X-Noise", "1"), ("Accept", "*/*"), ("User-Agent", "bench")];
+    let cases: Vec<Vec<(&str, &str)>> = alloc::vec![
+        alloc::vec![("Authorization", "Bearer tok")],
+        alloc::vec![("Authorization", "Bearer nope")],
+        alloc::vec![("Authorization", "Basic Zm9ybXM6cGFzcw==")],
+        alloc::vec![("x-forms-secret", "hv")],
+        alloc::vec![("X-Forms-Secret", "wrong")],
+        alloc::vec![
+            ("webhook-id", "msg_1"),
+            ("webhook-timestamp", timestamp.as_str()),
+            ("webhook-signature", signature.as_str())
+        ],
+        alloc::vec![
+            ("webhook-id", "msg_1"),
+            ("webhook-timestamp", timestamp.as_str()),
+            ("webhook-signature", "v1,bad")
+        ],
+        alloc::vec![("Authorization", "Bearer tok"), ("Idempotency-Key", "")],
+        alloc::vec![("Authorization", "Bearer tok"), ("Content-Type", "")],
+        alloc::vec![],
+    ];
+    for case in cases {
+        let all = headers(&[case.as_slice(), &noise].concat());
+        let named: Vec<(String, String)> = everything
+            .header_names()
+            .filter_map(|name| all.get(name).map(|value| (String::from(name), String::from(value))))
+            .collect();
+        let only_named = Headers::new(named);
+        let full = run(&everything, &all, BODY);
+        assert_eq!(run(&everything, &only_named, BODY), full, "{case:?}");
+        assert!(!matches!(full, Step::Respond(Outcome::InvalidEnvelope(_), _)), "{case:?}: {full:?}");
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn media_types() {
     assert!(is_json_media_type(Some("application/json")));
     assert!(is_json_media_type(Some("Application/JSON; charset=utf-8")));
