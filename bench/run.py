@@ -180,7 +180,7 @@ def main():
     parser.add_argument("--quick", action="store_true", default=bool(os.environ.get("BENCH_QUICK")))
     args = parser.parse_args()
     quick = args.quick
-    count, runs, concurrency = (600, 1, 8) if quick else (2000, 3, 8)
+    count, runs, concurrency = (600, 1, 8) if quick else (2000, 5, 8)
     started = time.monotonic()
     os.makedirs(OUT, exist_ok=True)
     result = {"machine": machine(), "parameters": {

@@ -8,7 +8,7 @@
 use shared::put_item::StoreRequest;
 use shared::store::{classify_put, PermanentStoreError, PutOutcome, RetryableStoreError, StoreError};
 use worker::js_sys::{self, Uint8Array};
-use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys::{AbortSignal, Headers, RequestInit, RequestRedirect, Response, WorkerGlobalScope};
 
@@ -43,7 +43,8 @@ fn init(request: &StoreRequest, signed: &[(&str, String)], signal: &AbortSignal)
     let init = RequestInit::new();
     init.set_method("POST");
     init.set_headers(&headers);
-    init.set_body(&JsValue::from_str(&request.body));
+    // As bytes: copied once into JavaScript, not decoded into a string to be encoded again.
+    init.set_body(&Uint8Array::from(request.body.as_bytes()));
     init.set_redirect(RequestRedirect::Manual);
     init.set_signal(Some(signal));
     Some(init)

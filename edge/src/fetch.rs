@@ -8,7 +8,7 @@ use shared::decision::{Outcome, Response as Decision, TooLarge};
 use shared::headers::Headers as CoreHeaders;
 use shared::log::{safe_request_id, LogRecord};
 use shared::receive::{self, declared_too_large, declared_within_limit, receive, route, Delivery, Route, Step};
-use worker::{console_error, console_log, event, js_sys, Context, Date, Env, Headers, Request, Response, Result};
+use worker::{console_error, console_log, event, js_sys, Context, Env, Headers, Request, Response, Result};
 
 use crate::dynamodb;
 use crate::isolate::{self, Ready};
@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
-    let started = Date::now().as_millis();
+    let started = clock_millis();
     let request_id =
         request.headers().get("cf-ray").ok().flatten().and_then(|id| safe_request_id(&id)).unwrap_or_else(generated_id);
     let (outcome, submission_id, store_ms) = handle(request, &env, &request_id, started).await;
@@ -27,7 +27,7 @@ async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
         outcome: decision.code,
         reason: outcome.reason(),
         status: decision.status,
-        duration_ms: Date::now().as_millis().saturating_sub(started),
+        duration_ms: clock_millis().saturating_sub(started),
         at_ms: started,
         store_ms,
     };
@@ -54,9 +54,9 @@ async fn handle(
             // The Workers clock advances across I/O, so this is the store's round trip. The
             // request is signed at this time, not the delivery's arrival: a body that took
             // minutes to arrive must not make the signature expire (AWS allows 5 minutes).
-            let sent = Date::now().as_millis();
+            let sent = clock_millis();
             let answer = dynamodb::put(&ready, &pending.request, sent).await;
-            let store_ms = Date::now().as_millis().saturating_sub(sent);
+            let store_ms = clock_millis().saturating_sub(sent);
             (pending.finish(answer), Some(pending.submission_id), Some(store_ms))
         }
     }
@@ -134,6 +134,11 @@ async fn read_body(request: &mut Request, limit: usize, whole: bool) -> core::re
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// The runtime's clock in milliseconds (`Date.now()`: one call, no `Date` object).
+fn clock_millis() -> u64 {
+    js_sys::Date::now() as u64
 }
 
 /// A request ID when the platform gave none (`cf-ray` is absent when running locally).
