@@ -413,7 +413,7 @@ fn write_value(value: &Json, out: &mut String, canonical: bool) {
 /// Writes `s` as a JSON string: quotes, backslashes and control characters escaped, the rest
 /// as UTF-8.
 pub fn write_string(s: &str, out: &mut String) {
-    out.reserve(s.len() + 2);
+    out.reserve(s.len());
     out.push('"');
     // Runs that need no escape are copied whole: only `"`, `\` and controls are escaped, all
     // ASCII, so every cut falls on a character boundary.
@@ -552,6 +552,11 @@ mod tests {
         let mut out = String::new();
         write_string("\u{7f}\u{80}é", &mut out);
         assert_eq!(out, "\"\u{7f}\u{80}é\"");
+        // The short escapes where JSON has them (the form every reader knows), `\u` otherwise,
+        // with the text around them copied whole.
+        let mut out = String::new();
+        write_string("a\"b\\c\nd\re\tf\u{8}g\u{c}h\u{1}i\u{1f}", &mut out);
+        assert_eq!(out, r#""a\"b\\c\nd\re\tf\bg\fh\u0001i\u001f""#);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

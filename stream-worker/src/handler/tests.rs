@@ -322,6 +322,12 @@ fn batch_of(n: usize) -> Event {
     serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
 }
 
+#[test]
+fn a_sink_takes_max_concurrent_records_unless_it_says_otherwise() {
+    assert_eq!(MemorySink::default().concurrency(), MAX_CONCURRENT_RECORDS);
+    assert_eq!(SlowSink { delay: Duration::ZERO, upserts: Mutex::default() }.concurrency(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn no_more_than_max_concurrent_records_run_at_once_whatever_the_sink_allows() {
     let handler = Handler { sink: TimedSink::new(100, Duration::from_secs(10), &[]), receipts: receipts_for(15) };
