@@ -2,7 +2,7 @@
 # Builds the edge Worker into edge/build with worker-build, using the wasm-bindgen, wasm-opt and
 # esbuild installed by scripts/setup.sh (worker-build would otherwise download them).
 # `make bench` passes another crate (bench/floor-rs) and `make size` another output folder
-# (relative to the crate): scripts/build-edge.sh [crate [out-dir]].
+# (relative to the crate) and options for cargo: scripts/build-edge.sh [crate [out-dir [cargo options]]].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$(command -v wasm-bindgen || true)}"
@@ -15,4 +15,4 @@ for tool in "$WASM_BINDGEN_BIN" "$WASM_OPT_BIN" "$ESBUILD_BIN" "$(command -v wor
     exit 1
   }
 done
-worker-build --release --out-dir "${2:-build}" "${1:-edge}"
+worker-build --release --out-dir "${2:-build}" "${1:-edge}" "${@:3}"
