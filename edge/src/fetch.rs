@@ -2,6 +2,7 @@
 
 use core::future::poll_fn;
 use core::pin::Pin;
+use std::rc::Rc;
 
 use futures_core::Stream;
 use shared::decision::{Outcome, Response as Decision, TooLarge};
@@ -12,7 +13,6 @@ use worker::{console_error, console_log, event, js_sys, Context, Env, Headers, R
 
 use crate::dynamodb;
 use crate::isolate::{self, Ready};
-use std::rc::Rc;
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _ctx: Context) -> Result<Response> {
