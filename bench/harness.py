@@ -29,8 +29,13 @@ ROOT_AUTH = ("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4
              "SignedHeaders=host;x-amz-date, Signature=0")
 
 
+_STARTED = time.monotonic()
+
+
 def say(message):
-    print(f"bench: {message}", flush=True)
+    """Progress, stamped with the minutes and seconds since the bench started."""
+    elapsed = int(time.monotonic() - _STARTED)
+    print(f"bench [{elapsed // 60:2d}:{elapsed % 60:02d}]: {message}", flush=True)
 
 
 def free_port():

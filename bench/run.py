@@ -147,7 +147,7 @@ def core(quick):
     wasm = {}
     for label, size_bytes in (("1KiB", 1024), ("200KiB", 200 * 1024)):
         out = subprocess.run(["node", os.path.join(ROOT, "bench/core/run.mjs"), os.path.join(OUT, "core-wasm"),
-                              str(size_bytes), "300" if quick else "1500"],
+                              str(size_bytes), "300" if quick else "800"],
                              capture_output=True, text=True, check=True, cwd=ROOT).stdout
         for line in out.splitlines():
             row = json.loads(line)
