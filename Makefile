@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test mutants bench size deploy-aws deploy-edge
+.PHONY: setup test dev demo build-edge browser-test mutants bench size fuzz soak deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -22,11 +22,25 @@ mutants: setup
 # Every benchmark on 127.0.0.1 (edge CPU against the floors, where the time goes, upload size,
 # the stream worker against the store's ceiling), into target/bench/report.md and report.json.
 # BENCH_QUICK=1 for a short run. README "Performance".
-bench: setup
+bench:
+	scripts/setup.sh bench
 	python3 bench/run.py
 
+# Fuzzes every target in fuzz/ for FUZZ_SECONDS each (default 60) with cargo fuzz on nightly;
+# `make test` replays the corpus on stable. README "Testing".
+fuzz:
+	scripts/fuzz.sh
+
+# The whole path under load while the store and the sink fail on a schedule: 20,000
+# deliveries, then nothing lost and memory flat, into target/soak/report.md. README "Testing".
+soak: setup
+	cargo build -p stream-worker
+	scripts/build-edge.sh
+	cargo bench --profile dev -p tests --bench soak
+
 # What the Worker's Wasm is made of, by crate and by function: target/size/report.md.
-size: setup
+size:
+	scripts/setup.sh bench
 	python3 bench/size.py
 
 # Only the browser tests (headless Chromium).

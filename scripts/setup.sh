@@ -100,9 +100,14 @@ rust_targets
 apt_packages
 wasm_bindgen_cli
 worker_build
-cargo_mutants
 node_tools
 ministack
+# `setup.sh bench`: only what `make bench` and `make size` use (a fresh `make bench` is timed).
+if [ "${1:-}" = bench ]; then
+  log "ready (for the benchmarks)"
+  exit 0
+fi
+cargo_mutants
 # cargo-lambda (with zig) builds the Lambda function for arm64; see ../shared/TOOLCHAIN.md.
 venv_tool cargo-lambda cargo-lambda==1.9.2
 # The SAM CLI (sam validate, sam deploy) and cfn-lint, for template.yaml and the deploy scripts.
