@@ -8,9 +8,85 @@ pub const DYNAMO_MAX_DIGITS: usize = 38;
 /// Smallest and largest decimal exponent (of the form `d.ddd × 10^e`) DynamoDB holds.
 pub const DYNAMO_EXPONENT_RANGE: core::ops::RangeInclusive<i64> = -130..=125;
 
-/// Exponents are clamped to this size while reading: anything past it is far outside every
-/// range this crate cares about, and clamping keeps the arithmetic from overflowing.
-const EXPONENT_CLAMP: i64 = 1 << 40;
+/// Exponents below this size (in magnitude) are held as an `i64`; larger ones as their
+/// digits. JSON puts no bound on an exponent's length, and the canonical form must stay exact
+/// however long it is: equal values give equal text, different values different text.
+const SMALL_EXPONENT_LIMIT: u64 = 1_000_000_000_000_000_000;
+
+/// A power of ten, exact at any size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exponent {
+    /// Magnitude below 10^18.
+    Small(i64),
+    /// Magnitude 10^18 or more: the sign and the decimal digits (no leading zero). Far outside
+    /// every range this crate checks, so only written, never computed with.
+    Huge {
+        /// True for a negative exponent.
+        negative: bool,
+        /// The magnitude's decimal digits.
+        magnitude: String,
+    },
+}
+
+impl Default for Exponent {
+    fn default() -> Exponent {
+        Exponent::Small(0)
+    }
+}
+
+impl Exponent {
+    /// The exponent `sign × magnitude + delta`, `magnitude` being decimal digits without
+    /// leading zeros (empty for zero) and `delta` small (bounded by the literal's length).
+    fn from_parts(negative: bool, magnitude: &str, delta: i64) -> Exponent {
+        if magnitude.len() < 19 {
+            // Below 10^19, and delta is far below 2^62: no overflow in i128.
+            let value = magnitude.parse::<i128>().unwrap_or(0);
+            let value = if negative { -value } else { value } + i128::from(delta);
+            return match i64::try_from(value) {
+                Ok(small) if small.unsigned_abs() < SMALL_EXPONENT_LIMIT => Exponent::Small(small),
+                _ => Exponent::huge(value < 0, &alloc::format!("{}", value.unsigned_abs())),
+            };
+        }
+        // At least 10^18 in magnitude and |delta| far smaller: the sign stays, the magnitude
+        // moves by |delta| toward or away from zero.
+        let away = (delta > 0) != negative;
+        Exponent::huge(negative, &add_to_digits(magnitude, delta.unsigned_abs(), away))
+    }
+
+    /// `Huge`, or `Small` when the magnitude is below the limit (one form per value).
+    fn huge(negative: bool, magnitude: &str) -> Exponent {
+        let magnitude = magnitude.trim_start_matches('0');
+        match magnitude.parse::<u64>() {
+            Ok(small) if small < SMALL_EXPONENT_LIMIT => {
+                let small = small as i64;
+                Exponent::Small(if negative { -small } else { small })
+            }
+            _ => Exponent::Huge { negative, magnitude: String::from(magnitude) },
+        }
+    }
+}
+
+/// Decimal digits plus (`add`) or minus `delta`; the digits must be the larger when subtracting.
+fn add_to_digits(digits: &str, delta: u64, add: bool) -> String {
+    let mut out: alloc::vec::Vec<u8> = digits.bytes().rev().map(|b| b - b'0').collect();
+    let mut carry = delta;
+    let mut i = 0;
+    while carry > 0 {
+        if i == out.len() {
+            out.push(0);
+        }
+        let digit = u64::from(out[i]);
+        let step = carry % 10;
+        carry /= 10;
+        let value = if add { digit + step } else { digit + 10 - step };
+        out[i] = (value % 10) as u8;
+        // Carry into the next digit: one more to add, or one more to borrow.
+        let overflow = if add { value >= 10 } else { value < 10 };
+        carry += u64::from(overflow);
+        i += 1;
+    }
+    out.iter().rev().map(|d| char::from(b'0' + d)).collect()
+}
 
 /// A number as `sign × digits × 10^exp10`, with `digits` free of leading and trailing zeros
 /// (empty for zero).
@@ -21,7 +97,7 @@ pub struct Decimal {
     /// The significant digits, ASCII `1-9` first and last; empty for zero.
     pub digits: String,
     /// The power of ten that `digits` is multiplied by.
-    pub exp10: i64,
+    pub exp10: Exponent,
 }
 
 impl Decimal {
@@ -66,10 +142,11 @@ impl Decimal {
         if !seen_digit {
             return None;
         }
-        let mut exponent: i64 = 0;
+        let mut exponent = String::new();
+        let mut exp_negative = false;
         if let Some(b'e' | b'E') = bytes.get(i) {
             i += 1;
-            let exp_negative = match bytes.get(i) {
+            exp_negative = match bytes.get(i) {
                 Some(b'-') => {
                     i += 1;
                     true
@@ -82,14 +159,13 @@ impl Decimal {
             };
             let start = i;
             while let Some(&b @ b'0'..=b'9') = bytes.get(i) {
-                exponent = (exponent * 10 + i64::from(b - b'0')).min(EXPONENT_CLAMP);
+                if !(exponent.is_empty() && b == b'0') {
+                    exponent.push(b as char);
+                }
                 i += 1;
             }
             if i == start {
                 return None;
-            }
-            if exp_negative {
-                exponent = -exponent;
             }
         }
         if i != bytes.len() {
@@ -101,8 +177,8 @@ impl Decimal {
         if all.is_empty() {
             return Some(Decimal::default());
         }
-        // fraction_len counts at most the input length, so this cannot overflow.
-        let exp10 = exponent - fraction_len + trailing;
+        // Both count at most the literal's length.
+        let exp10 = Exponent::from_parts(exp_negative, &exponent, trailing - fraction_len);
         Some(Decimal { negative, digits: all, exp10 })
     }
 
@@ -111,16 +187,21 @@ impl Decimal {
         self.digits.is_empty()
     }
 
-    /// The exponent `e` of the value written as `d.ddd × 10^e`.
-    pub fn scientific_exponent(&self) -> i64 {
-        self.exp10 + self.digits.len() as i64 - 1
+    /// The exponent `e` of the value written as `d.ddd × 10^e`; `None` when it is at least
+    /// 10^18 in magnitude (far outside every range).
+    pub fn scientific_exponent(&self) -> Option<i64> {
+        match self.exp10 {
+            Exponent::Small(e) => Some(e + self.digits.len() as i64 - 1),
+            Exponent::Huge { .. } => None,
+        }
     }
 
     /// True if DynamoDB's number type holds this value exactly: at most 38 significant digits
     /// and a magnitude between 1E-130 and 9.99…E+125 (or zero).
     pub fn fits_dynamodb(&self) -> bool {
         self.is_zero()
-            || (self.digits.len() <= DYNAMO_MAX_DIGITS && DYNAMO_EXPONENT_RANGE.contains(&self.scientific_exponent()))
+            || (self.digits.len() <= DYNAMO_MAX_DIGITS
+                && self.scientific_exponent().is_some_and(|e| DYNAMO_EXPONENT_RANGE.contains(&e)))
     }
 
     /// Writes the canonical form: `0`, or `[-]digits` with `e<exp10>` when `exp10 != 0`.
@@ -134,8 +215,15 @@ impl Decimal {
             out.push('-');
         }
         out.push_str(&self.digits);
-        if self.exp10 != 0 {
-            let _ = write!(out, "e{}", self.exp10);
+        match &self.exp10 {
+            Exponent::Small(0) => {}
+            Exponent::Small(e) => {
+                let _ = write!(out, "e{e}");
+            }
+            Exponent::Huge { negative, magnitude } => {
+                out.push_str(if *negative { "e-" } else { "e" });
+                out.push_str(magnitude);
+            }
         }
     }
 
@@ -176,7 +264,21 @@ mod tests {
         check("12345678901234567890123456789012345678", Some(("12345678901234567890123456789012345678", true)));
         check("123456789012345678901234567890123456789", Some(("123456789012345678901234567890123456789", false)));
         check("1234567890123456789012345678901234567800000", Some(("12345678901234567890123456789012345678e5", true)));
-        check("1e99999999999999999999999", Some(("1e1099511627776", false)));
+        check("1e99999999999999999999999", Some(("1e99999999999999999999999", false)));
+        // Exact however long the exponent (found by fuzzing: a clamp made equal values write
+        // different text, and different values the same).
+        check("562910e197800000656107", Some(("56291e197800000656108", false)));
+        check("56291e197800000656108", Some(("56291e197800000656108", false)));
+        check("1e1099511627777", Some(("1e1099511627777", false)));
+        check("10e1099511627776", Some(("1e1099511627777", false)));
+        check("1.5e-99999999999999999999", Some(("15e-100000000000000000000", false)));
+        check("100e-1000000000000000002", Some(("1e-1000000000000000000", false)));
+        check("1000e-1000000000000000002", Some(("1e-999999999999999999", false)));
+        check("0.001e999999999999999999", Some(("1e999999999999999996", false)));
+        check("0.1e1000000000000000000", Some(("1e999999999999999999", false)));
+        check("1e0000000000000000000000000000000012", Some(("1e12", true)));
+        check("1e-0", Some(("1", true)));
+        check("99.9e999999999999999998", Some(("999e999999999999999997", false)));
         check("", None);
         check("-", None);
         check("1e", None);
