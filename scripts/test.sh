@@ -12,18 +12,23 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "format"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
 step "clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32: shared, edge)"
 cargo clippy -p webhook-shared --all-targets --target wasm32-unknown-unknown -- -D warnings
 cargo clippy -p edge --all-targets --target wasm32-unknown-unknown -- -D warnings
+step "clippy (the fuzz checks, a workspace of their own)"
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
-step "the benchmark and size scripts compile (make bench, make size; they run outside make test)"
+step "the benchmark, size and fuzz scripts compile (make bench, make size, make fuzz run outside make test)"
 python3 -m py_compile bench/*.py
 node --check bench/profile.mjs
 node --check bench/core/run.mjs
 node --check bench/floor-js/worker.js
+python3 -m py_compile fuzz/seeds.py
+bash -n scripts/fuzz.sh
 
 step "no_std build of shared (wasm32-unknown-unknown, x86_64-unknown-none)"
 cargo build -p webhook-shared --target wasm32-unknown-unknown
@@ -46,6 +51,8 @@ step "native tests (unit, property, integration against workerd, ministack, Post
 # The Lambda-mode test runs the stream worker's binary.
 cargo build -p stream-worker
 cargo test --workspace 2>&1 | tee "$out/native.log"
+step "the fuzz corpus, replayed through every target's checks (make fuzz fuzzes them)"
+cargo test --manifest-path fuzz/Cargo.toml 2>&1 | tee -a "$out/native.log"
 
 step "browser tests (headless Chromium)"
 {

@@ -17,16 +17,16 @@ use tests::{delivery, repo_root};
 const TABLE: &str = "receipts";
 
 /// What one invocation of the function produced.
-struct Invocation {
+pub(crate) struct Invocation {
     /// The calls the function made back to the Runtime API: path and JSON body.
-    responses: Vec<(String, Value)>,
-    stdout: String,
-    stderr: String,
+    pub(crate) responses: Vec<(String, Value)>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs the binary as a Lambda function with `env` (plus the Runtime API's and the store's
 /// settings), hands it `event` once, and returns what it answered and logged.
-fn invoke_once(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event: Value) -> Invocation {
+pub(crate) fn invoke_once(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event: Value) -> Invocation {
     invoke_with_time(store, key, env, event, 60_000)
 }
 

@@ -2,10 +2,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod edge_hostile;
 mod edge_promises;
 mod edge_receiver;
 mod lambda_mode;
+mod log_hygiene;
 mod operate;
 mod sinks;
+mod soak;
 mod stream_worker;
 mod whole_path;

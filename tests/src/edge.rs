@@ -16,6 +16,8 @@ pub struct Edge {
     child: Child,
     stdin: Option<ChildStdin>,
     logs: Arc<Mutex<Vec<String>>>,
+    /// Every line the runner and workerd wrote, on either stream (log hygiene reads them all).
+    output: Arc<Mutex<Vec<String>>>,
     _dir: TempDir,
 }
 
@@ -37,15 +39,27 @@ impl Edge {
             .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("node runs (install Node.js 20)");
         let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
         let logs = Arc::new(Mutex::new(Vec::new()));
+        let output: Arc<Mutex<Vec<String>>> = Arc::default();
         let (ready_tx, ready_rx) = mpsc::channel();
         let sink = Arc::clone(&logs);
+        let everything = Arc::clone(&output);
+        std::thread::spawn(move || {
+            // Still shown with the test's output, as before; kept as well.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                everything.lock().unwrap().push(line);
+            }
+        });
+        let everything = Arc::clone(&output);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                everything.lock().unwrap().push(line.clone());
                 if let Some(url) = line.strip_prefix("READY ") {
                     let _ = ready_tx.send(url.to_owned());
                 } else if let Some(log) = line.strip_prefix("LOG ") {
@@ -55,7 +69,7 @@ impl Edge {
         });
         let url = ready_rx.recv_timeout(Duration::from_secs(30)).expect("the Worker starts within 30 s");
         let stdin = child.stdin.take();
-        Edge { url, child, stdin, logs, _dir: dir }
+        Edge { url, child, stdin, logs, output, _dir: dir }
     }
 
     /// `POST /webhooks/staticforms`.
@@ -66,6 +80,16 @@ impl Edge {
     /// Any request; panics if the Worker does not answer at all.
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
         send(method, &format!("{}{path}", self.url), headers, body).expect("the Worker answers")
+    }
+
+    /// The runner's process ID (workerd runs as its child).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Every line the runner and the runtime have written so far, on stdout and stderr.
+    pub fn output(&self) -> Vec<String> {
+        self.output.lock().unwrap().clone()
     }
 
     /// The log lines written so far, each `<level> <line>`; waits until there are `at_least`.

@@ -51,6 +51,11 @@ impl Ministack {
         ministack
     }
 
+    /// The server's process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `http://127.0.0.1:<port>`.
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)

@@ -1,4 +1,4 @@
-//! A fault proxy between the Worker and the store: forwards each HTTP request to the real
+//! A fault proxy between the Worker and the store (or the stream worker and a sink): forwards each HTTP request to the real
 //! store, or misbehaves in one of the ways a network or a store can, switchable while running.
 
 use std::io::{Read, Write};
@@ -28,6 +28,8 @@ pub enum Mode {
     Redirect(u16, String),
     /// Answer requests whose bytes contain the text with this status and body; forward the rest.
     AnswerWhen(String, u16, String),
+    /// Forward the request after this long (a slow network or a slow store).
+    Delay(Duration),
 }
 
 /// A proxy on 127.0.0.1, stopped when dropped.
@@ -95,6 +97,11 @@ impl FaultProxy {
         *self.mode.lock().unwrap() = mode;
     }
 
+    /// The mode itself, for a thread that switches it on a schedule.
+    pub fn mode_handle(&self) -> Arc<Mutex<Mode>> {
+        Arc::clone(&self.mode)
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
@@ -131,6 +138,9 @@ fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &Ato
         );
         let _ = client.write_all(response.as_bytes());
         return;
+    }
+    if let Mode::Delay(delay) = mode {
+        std::thread::sleep(*delay);
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };
     let _ = upstream.set_read_timeout(Some(Duration::from_secs(10)));

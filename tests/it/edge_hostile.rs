@@ -1,0 +1,278 @@
+//! Hostile input through the built Worker (workerd, the SigV4-checking store): every case gets
+//! its documented 4xx or is cut off by the runtime, nothing is stored for it, and the Worker
+//! keeps serving ordinary deliveries meanwhile, slow-loris uploads included.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
+
+use serde_json::Value;
+use tests::delivery::{self, BEARER, SIGNING_KEY};
+use tests::http::HeaderList;
+
+use crate::edge_receiver::{body, deliver, headers, stack, Stack};
+
+const TABLE: &str = "receipts";
+/// The Worker's default body limit (256 KiB).
+const LIMIT: usize = 256 * 1024;
+
+/// A raw HTTP/1.1 request: the request line and `Host`, then `head` (header lines as bytes,
+/// each ending in CRLF, anything allowed), a blank line and `body`. Returns the status and
+/// body of the answer, or `None` when the runtime closed the connection without one.
+fn raw(url: &str, head: &[u8], body: &[u8]) -> Option<(u16, String)> {
+    let authority = url.strip_prefix("http://").expect("the Worker's URL is http://");
+    let mut stream = TcpStream::connect(authority).expect("the Worker listens");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut request =
+        format!("POST /webhooks/staticforms HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n").into_bytes();
+    request.extend_from_slice(head);
+    request.extend_from_slice(b"\r\n");
+    request.extend_from_slice(body);
+    // The runtime may answer and close before reading everything; that is an answer too. The
+    // upload ends with the bytes given (half-close), so nothing waits for bytes never sent.
+    let _ = stream.write_all(&request);
+    let _ = stream.shutdown(Shutdown::Write);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let (top, rest) = text.split_once("\r\n\r\n")?;
+    let status = top.split(' ').nth(1)?.parse().ok()?;
+    Some((status, rest.to_owned()))
+}
+
+/// Header lines for `id` (content type, bearer token, key), plus `extra` lines as given.
+fn head(id: &str, extra: &[u8]) -> Vec<u8> {
+    let mut lines = Vec::new();
+    for (name, value) in headers(id) {
+        lines.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    lines.extend_from_slice(extra);
+    lines
+}
+
+fn code(answer: &tests::http::Answer) -> (u16, Value) {
+    (answer.status, answer.json()["code"].clone())
+}
+
+fn stored_ids(s: &Stack) -> Vec<String> {
+    let mut ids: Vec<String> =
+        s.store.scan(TABLE).iter().map(|i| i["submissionId"]["S"].as_str().unwrap().to_owned()).collect();
+    ids.sort();
+    ids
+}
+
+/// A delivery for `id` whose JSON text is exactly `size` bytes (padded with trailing spaces,
+/// which the stored payload does not keep).
+fn padded(id: &str, size: usize) -> Vec<u8> {
+    let mut payload = body(id);
+    assert!(payload.len() <= size);
+    payload.resize(size, b' ');
+    payload
+}
+
+#[test]
+fn malformed_bodies_get_their_4xx_and_store_nothing() {
+    let s = stack();
+    let deep = |levels: usize| {
+        let form = format!("{}1{}", "{\"k\":".repeat(levels), "}".repeat(levels));
+        format!(
+            r#"{{"event":"form.submitted","timestamp":1,"data":{{"submissionId":"sub_deep_{levels}","formData":{form}}}}}"#
+        )
+        .into_bytes()
+    };
+    /// The submission, the body, the status and code it must get, and the reason if any.
+    type Case = (&'static str, Vec<u8>, (u16, &'static str), Option<&'static str>);
+    let cases: Vec<Case> = vec![
+        // The body nests 2 levels above formData: 29 more is the deepest accepted (31).
+        ("sub_deep_29", deep(29), (202, "stored"), None),
+        ("sub_deep_30", deep(30), (400, "invalid_json"), Some("too_deep")),
+        ("sub_deep_500", deep(500), (400, "invalid_json"), Some("too_deep")),
+        (
+            "sub_utf8",
+            b"{\"event\":\"form.submitted\",\"timestamp\":1,\"data\":{\"submissionId\":\"sub_utf8\",\"formData\":{\"name\":\"\xff\xfe\"}}}".to_vec(),
+            (400, "invalid_json"),
+            Some("not_utf8"),
+        ),
+        (
+            "sub_dupkey",
+            br#"{"event":"form.submitted","timestamp":1,"data":{"submissionId":"sub_dupkey","formData":{"a":1,"a":2}}}"#.to_vec(),
+            (400, "invalid_json"),
+            Some("duplicate_key"),
+        ),
+        (
+            "sub_huge_numbers",
+            br#"{"event":"form.submitted","timestamp":1e400,"data":{"submissionId":"sub_huge_numbers","formData":{"n":123456789012345678901234567890e300,"m":-1E-400}}}"#.to_vec(),
+            (202, "stored"),
+            None,
+        ),
+    ];
+    for (id, payload, (status, want), reason) in cases {
+        let answer = deliver(&s.edge, &headers(id), &payload);
+        assert_eq!(code(&answer), (status, Value::from(want)), "{id}: {}", answer.body);
+        if let Some(reason) = reason {
+            assert_eq!(answer.json()["reason"], reason, "{id}");
+        }
+    }
+    assert_eq!(stored_ids(&s), ["sub_deep_29", "sub_huge_numbers"]);
+}
+
+#[test]
+fn the_body_limit_holds_to_the_byte_whatever_the_framing_claims() {
+    let s = stack();
+    let url = format!("{}/webhooks/staticforms", s.edge.url);
+    // Exactly at the limit is read and stored; one byte over is refused, either way it is framed.
+    let at = deliver(&s.edge, &headers("sub_at_limit"), &padded("sub_at_limit", LIMIT));
+    assert_eq!(code(&at), (202, Value::from("stored")), "{}", at.body);
+    let over = deliver(&s.edge, &headers("sub_over_limit"), &padded("sub_over_limit", LIMIT + 1));
+    assert_eq!(code(&over), (413, Value::from("payload_too_large")), "{}", over.body);
+    let chunked = |id: &str, size: usize| {
+        let h = headers(id);
+        let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        tests::http::send_chunked("POST", &url, &refs, &padded(id, size)).expect("the Worker answers")
+    };
+    let chunked_at = chunked("sub_chunked_at", LIMIT);
+    assert_eq!(chunked_at.status, 202, "{}", chunked_at.body);
+    let chunked_over = chunked("sub_chunked_over", LIMIT + 1);
+    assert_eq!(code(&chunked_over), (413, Value::from("payload_too_large")), "{}", chunked_over.body);
+
+    // A Content-Length that claims less than is sent: the body ends where it says, so the
+    // delivery is cut and is not JSON; the bytes after it are not a request the Worker serves.
+    let payload = body("sub_short_claim");
+    let claim = format!("Content-Length: {}\r\n", payload.len() - 10);
+    let answer = raw(&s.edge.url, &head("sub_short_claim", claim.as_bytes()), &payload);
+    assert!(matches!(answer, Some((400, _)) | None), "{answer:?}");
+    // One that claims more than the limit is refused before any byte of the body is read.
+    let claim = format!("Content-Length: {}\r\n", LIMIT + 1);
+    let answer = raw(&s.edge.url, &head("sub_big_claim", claim.as_bytes()), b"{}");
+    assert_eq!(answer.map(|(status, _)| status), Some(413));
+    // One that is not a number is the runtime's to refuse, before the Worker sees it (locally
+    // Miniflare's front answers 500; Cloudflare's edge refuses such a request itself).
+    let records = || s.edge.logs(0).iter().filter(|line| line.contains("\"outcome\"")).count();
+    // Six requests so far, each with its line (lines arrive a moment after the answers).
+    tests::wait_until("the Worker's lines", 10, || records() == 6);
+    let handled = records();
+    let answer = raw(&s.edge.url, &head("sub_nan_claim", b"Content-Length: 12x\r\n"), &body("sub_nan_claim"));
+    assert!(!matches!(answer, Some((200..=299, _))), "{answer:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(records(), handled, "the Worker never handled it");
+    assert_eq!(stored_ids(&s), ["sub_at_limit", "sub_chunked_at"]);
+}
+
+#[test]
+fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
+    let s = stack();
+    let basic = |raw: &[u8]| {
+        use base64::Engine as _;
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(raw))
+    };
+    let swap = |id: &str, name: &str, value: String| {
+        let mut h: Vec<(String, String)> =
+            headers(id).into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case(name)).collect();
+        h.push((name.to_owned(), value));
+        h
+    };
+    let long = "x".repeat(10_000);
+    let cases: Vec<(&str, HeaderList, u16)> = vec![
+        ("sub_basic_not_b64", swap("sub_basic_not_b64", "Authorization", "Basic %%%not base64%%%".into()), 401),
+        ("sub_basic_no_colon", swap("sub_basic_no_colon", "Authorization", basic(b"formspassword")), 401),
+        ("sub_long_auth", swap("sub_long_auth", "Authorization", format!("Bearer {long}")), 401),
+        ("sub_long_key", swap("sub_long_key", "Idempotency-Key", long.clone()), 400),
+        ("sub_long_other", swap("sub_long_other", "X-Unrelated", long.clone()), 202),
+        ("sub_key_case", swap("sub_key_case", "Idempotency-Key", delivery::key("sub_key_case").to_uppercase()), 400),
+        // HTTP strips the spaces around a value, so a key sent with trailing spaces is the key.
+        (
+            "sub_key_spaces",
+            swap("sub_key_spaces", "Idempotency-Key", format!("{}   ", delivery::key("sub_key_spaces"))),
+            202,
+        ),
+        ("sub_bearer_case", swap("sub_bearer_case", "Authorization", format!("bEaReR {BEARER}")), 202),
+    ];
+    for (id, h, expected) in cases {
+        let answer = deliver(&s.edge, &h, &body(id));
+        assert_eq!(answer.status, expected, "{id}: {}", answer.body);
+    }
+
+    // Standard Webhooks: a timestamp far outside the window either way, and 1,000 entries.
+    let now = delivery::now_secs();
+    let signed = |id: &str, at: u64, signatures: Option<String>| {
+        let payload = body(id);
+        let mut h: Vec<(String, String)> =
+            headers(id).into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case("Authorization")).collect();
+        let mut sig = delivery::signature_headers(SIGNING_KEY, &format!("msg_{id}"), at, &payload).to_vec();
+        if let Some(signatures) = signatures {
+            sig[2].1 = signatures;
+        }
+        h.extend(sig);
+        deliver(&s.edge, &h, &payload).status
+    };
+    assert_eq!(signed("sub_sig_past", now - 86_400 * 365, None), 401);
+    assert_eq!(signed("sub_sig_future", now + 86_400 * 365, None), 401);
+    assert_eq!(signed("sub_sig_epoch", 0, None), 401);
+    let payload = body("sub_sig_many");
+    let good = delivery::signature_headers(SIGNING_KEY, "msg_sub_sig_many", now, &payload)[2].1.clone();
+    let many_bad = vec!["v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="; 1000].join(" ");
+    assert_eq!(signed("sub_sig_1000_bad", now, Some(many_bad.clone())), 401);
+    assert_eq!(signed("sub_sig_many", now, Some(format!("{many_bad} {good}"))), 202);
+
+    // CR, LF or NUL inside a header value: the runtime refuses the request or the value is not
+    // a credential; either way it is a 4xx (or the connection is closed) and nothing is stored.
+    let key = delivery::key("sub_ctl");
+    let (front, back) = key.split_at(12);
+    for (label, auth, idempotency) in [
+        ("NUL in the token", format!("Bearer {BEARER}\0"), key.clone()),
+        ("CR in the token", format!("Bearer {BEARER}\rX"), key.clone()),
+        ("LF in the key", format!("Bearer {BEARER}"), format!("{front}\n{back}")),
+        ("CR LF in the key", format!("Bearer {BEARER}"), format!("{front}\r\n{back}")),
+        ("NUL in the key", format!("Bearer {BEARER}"), format!("{key}\0")),
+    ] {
+        let payload = body("sub_ctl");
+        let lines = format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\nAuthorization: {auth}\r\nIdempotency-Key: {idempotency}\r\n",
+            payload.len()
+        );
+        let answer = raw(&s.edge.url, lines.as_bytes(), &payload);
+        assert!(matches!(answer, Some((400..=499, _)) | None), "{label}: {answer:?}");
+    }
+    assert_eq!(
+        stored_ids(&s),
+        ["sub_bearer_case", "sub_key_spaces", "sub_long_other", "sub_sig_many"],
+        "only the valid deliveries are stored"
+    );
+}
+
+/// A client that sends its headers and a few bytes of a declared body, then nothing.
+fn slow_loris(url: &str, id: &str) -> TcpStream {
+    let authority = url.strip_prefix("http://").unwrap();
+    let mut stream = TcpStream::connect(authority).expect("the Worker accepts the connection");
+    let payload = body(id);
+    let mut request =
+        format!("POST /webhooks/staticforms HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\n", payload.len())
+            .into_bytes();
+    request.extend_from_slice(&head(id, b""));
+    request.extend_from_slice(b"\r\n");
+    request.extend_from_slice(&payload[..16]);
+    stream.write_all(&request).unwrap();
+    stream
+}
+
+#[test]
+fn a_hundred_slow_loris_uploads_do_not_stop_ordinary_deliveries() {
+    let s = stack();
+    let slow: Vec<TcpStream> = (0..100).map(|i| slow_loris(&s.edge.url, &format!("sub_slow_{i}"))).collect();
+    // Give the runtime time to hand them all to the Worker, which now waits on 100 bodies.
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..5 {
+        let id = format!("sub_while_slow_{i}");
+        let answer = deliver(&s.edge, &headers(&id), &body(&id));
+        assert_eq!(answer.status, 202, "{id}: {}", answer.body);
+    }
+    // The slow clients give up: each upload ends short, and none of them is stored.
+    for stream in &slow {
+        stream.shutdown(Shutdown::Write).unwrap();
+    }
+    drop(slow);
+    let retry = deliver(&s.edge, &headers("sub_while_slow_0"), &body("sub_while_slow_0"));
+    assert_eq!(retry.status, 200, "{}", retry.body);
+    let expected: Vec<String> = (0..5).map(|i| format!("sub_while_slow_{i}")).collect();
+    assert_eq!(stored_ids(&s), expected);
+}

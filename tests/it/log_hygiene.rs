@@ -1,0 +1,286 @@
+//! Log hygiene, end to end: deliveries carrying recognisable credentials and personal data go
+//! through the built Worker, the stream worker in local (poll) mode and in Lambda mode, into a
+//! sink that echoes what it is sent back in its error answers. Every line every process wrote
+//! is collected, and none may hold any of those values in any encoding: plain, JSON-escaped,
+//! base64 (any alignment, both alphabets) or URL-encoded.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use serde_json::json;
+use shared::secret::SigningSecret;
+use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE, SIGNING_KEY};
+use tests::edge::Edge;
+use tests::ministack::Ministack;
+use tests::stub_http::{StubResponse, StubServer};
+use tests::TempDir;
+
+use crate::edge_receiver::{bindings, deliver, headers};
+use crate::lambda_mode::invoke_once;
+
+const TABLE: &str = "receipts";
+const NAME: &str = "Zoë Canary-Hygiene";
+const EMAIL: &str = "zoe.canary+hygiene@example.org";
+const MESSAGE: &str = "canary message: \"quoted\" & <tagged> ünïcode";
+const PHONE: &str = "+44 20 7946 0958";
+const API_KEY: &str = "sf_live_canary_hygiene_5e2a";
+const OWNER: &str = "owner.canary@example.org";
+const WRONG_BEARER: &str = "hyg-wrong-bearer-0b7e";
+const WRONG_PASSWORD: &str = "hyg-wrong-pass-61fa";
+const SINK_KEY: &[u8] = b"hyg-sink-signing-key-4d2c-000000";
+
+/// A delivery whose every personal field is a canary.
+fn canary_body(id: &str, message: &str) -> Vec<u8> {
+    json!({
+        "event": "form.submitted",
+        "timestamp": delivery::now_secs(),
+        "data": {
+            "submissionId": id,
+            "formData": {"name": NAME, "email": EMAIL, "message": message, "phone": PHONE},
+            "apiKey": API_KEY, "recipientEmail": OWNER, "replyTo": EMAIL, "attachments": []
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// `value` as it could appear in a log line: plain, JSON-escaped (as UTF-8 and as `\u` ASCII),
+/// URL-encoded (`%20` and `+` for spaces), and base64 in both alphabets at every alignment
+/// (only the quanta that are `value`'s own bytes, so it is found inside a longer encoding).
+fn encodings(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_owned()];
+    let json = serde_json::to_string(value).unwrap();
+    forms.push(json[1..json.len() - 1].to_owned());
+    let ascii: String = value
+        .chars()
+        .map(|c| match c {
+            '"' => "\\\"".to_owned(),
+            '\\' => "\\\\".to_owned(),
+            c if c.is_ascii() && !c.is_ascii_control() => c.to_string(),
+            c => c.encode_utf16(&mut [0; 2]).iter().map(|u| format!("\\u{u:04x}")).collect(),
+        })
+        .collect();
+    forms.push(ascii);
+    let percent: String = value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    forms.push(percent.replace("%20", "+"));
+    forms.push(percent);
+    for engine in [&STANDARD, &URL_SAFE_NO_PAD] {
+        for shift in 0..3 {
+            let mut bytes = vec![0u8; shift];
+            bytes.extend_from_slice(value.as_bytes());
+            let encoded = engine.encode(&bytes);
+            // Skip the quantum that holds the padding bytes, and the last, partial one.
+            let start = if shift == 0 { 0 } else { 4 };
+            let end = (bytes.len() / 3) * 4;
+            if end > start + 8 {
+                forms.push(encoded[start..end].to_owned());
+            }
+        }
+    }
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+/// A sink that echoes each lead back in its error answers, as validation errors in real APIs
+/// do: a lead whose message asks for it is refused for good (400); any other is answered 503
+/// once, then 200.
+fn echoing_sink() -> (StubServer, Arc<Mutex<usize>>) {
+    let accepted = Arc::new(Mutex::new(0usize));
+    let seen: Arc<Mutex<HashMap<Vec<u8>, usize>>> = Arc::default();
+    let count = Arc::clone(&accepted);
+    let server = StubServer::start(move |request| {
+        let echo = String::from_utf8_lossy(&request.body).into_owned();
+        if echo.contains("refuse me") {
+            return StubResponse::json(400, json!({"error": "invalid", "echo": echo, "email": EMAIL}));
+        }
+        let mut seen = seen.lock().unwrap();
+        let attempts = seen.entry(request.body.clone()).or_default();
+        *attempts += 1;
+        if *attempts == 1 {
+            return StubResponse::json(503, json!({"error": "unavailable", "echo": echo}));
+        }
+        *count.lock().unwrap() += 1;
+        StubResponse::json(200, json!({"ok": true, "echo": echo}))
+    });
+    (server, accepted)
+}
+
+fn status_of(store: &Ministack, id: &str) -> Option<String> {
+    store.get(TABLE, &delivery::key(id)).and_then(|item| item["status"]["S"].as_str().map(str::to_owned))
+}
+
+#[test]
+fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let edge_key = store.iam_access_key("edge");
+    let worker_key = store.iam_access_key("worker");
+    let lambda_key = store.iam_access_key("lambda");
+    let edge = Edge::start(&bindings(&store.endpoint(), &edge_key, &[]));
+    let sink_secret = SigningSecret::encode(SINK_KEY);
+
+    // The Worker: every method, right and wrong; a duplicate, a changed form, a broken body.
+    let swap = |id: &str, name: &str, value: String| {
+        let mut h: Vec<(String, String)> =
+            headers(id).into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case("Authorization")).collect();
+        h.push((name.to_owned(), value));
+        h
+    };
+    let mut statuses = Vec::new();
+    let mut send = |h: Vec<(String, String)>, b: Vec<u8>| statuses.push(deliver(&edge, &h, &b).status);
+    send(headers("hyg_poll_1"), canary_body("hyg_poll_1", MESSAGE));
+    send(headers("hyg_poll_1"), canary_body("hyg_poll_1", MESSAGE));
+    send(headers("hyg_poll_1"), canary_body("hyg_poll_1", "a changed canary message"));
+    send(headers("hyg_poll_2"), canary_body("hyg_poll_2", "refuse me, canary"));
+    send(
+        swap("hyg_basic", "Authorization", delivery::basic_header(BASIC_USER, BASIC_PASSWORD)),
+        canary_body("hyg_basic", MESSAGE),
+    );
+    send(swap("hyg_header", HEADER_NAME, HEADER_VALUE.to_owned()), canary_body("hyg_header", MESSAGE));
+    send(
+        swap("hyg_bad_bearer", "Authorization", format!("Bearer {WRONG_BEARER}")),
+        canary_body("hyg_bad_bearer", MESSAGE),
+    );
+    send(
+        swap("hyg_bad_basic", "Authorization", delivery::basic_header(BASIC_USER, WRONG_PASSWORD)),
+        canary_body("hyg_bad_basic", MESSAGE),
+    );
+    let signed = canary_body("hyg_signed", MESSAGE);
+    let signature = delivery::signature_headers(SIGNING_KEY, "msg_hyg", delivery::now_secs(), &signed);
+    let mut h: Vec<(String, String)> =
+        headers("hyg_signed").into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case("Authorization")).collect();
+    h.extend(signature.iter().cloned());
+    send(h, signed);
+    send(headers("hyg_broken"), format!("{{\"data\":{{\"formData\":{{\"email\":\"{EMAIL}\"").into_bytes());
+    assert_eq!(statuses, [202, 200, 422, 202, 202, 202, 401, 401, 202, 400]);
+
+    // Local mode: the poller into the echoing sink, until every receipt is settled.
+    let (sink, accepted) = echoing_sink();
+    let dir = TempDir::new("hygiene");
+    let (out, err) = (dir.0.join("poll.out"), dir.0.join("poll.err"));
+    let mut poll = Command::new(tests::stream_worker_binary())
+        .arg("poll")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
+        .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", store.endpoint())
+        .env("AWS_ACCESS_KEY_ID", &worker_key.id)
+        .env("AWS_SECRET_ACCESS_KEY", &worker_key.secret)
+        .env("RECEIPTS_TABLE", TABLE)
+        .env("LEAD_SINK", format!("{}/leads", sink.url()))
+        .env("WEBHOOK_SINK_SECRET", &sink_secret)
+        .env("POLL_CHECKPOINT", dir.0.join("checkpoint.json"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let settled = ["hyg_poll_1", "hyg_poll_2", "hyg_basic", "hyg_header", "hyg_signed"];
+    let done = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        settled.iter().all(|id| status_of(&store, id).is_some_and(|s| s != "RECEIVED"))
+    });
+    let _ = poll.kill();
+    let _ = poll.wait();
+    let poll_lines = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    assert!(done, "the poller settled every receipt: {poll_lines}");
+    assert_eq!(status_of(&store, "hyg_poll_2").as_deref(), Some("FAILED"), "{poll_lines}");
+    assert!(*accepted.lock().unwrap() >= 4, "{poll_lines}");
+
+    // Lambda mode: a new delivery, its stream record handed to the function; the sink's
+    // secret comes from Secrets Manager.
+    let answer = deliver(&edge, &headers("hyg_lambda"), &canary_body("hyg_lambda", MESSAGE));
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    let image = store.get(TABLE, &delivery::key("hyg_lambda")).unwrap();
+    let event = json!({"Records": [{
+        "eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {"Keys": {"pk": image["pk"].clone()}, "NewImage": image, "SequenceNumber": "100",
+                     "SizeBytes": 1024, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:000000000000:table/receipts/stream/2026-12-01T00:00:00.000"
+    }]});
+    let secret = store.create_secret(
+        "stream-worker/hygiene",
+        &json!({"LEAD_SINK": format!("{}/leads", sink.url()), "WEBHOOK_SINK_SECRET": sink_secret}).to_string(),
+    );
+    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
+    let first = invoke_once(&store, &lambda_key, &[("SINK_SECRET_ARN", secret.clone())], event.clone());
+    // The sink answered 503 the first time; the record is reported, and the retry lands.
+    let second = invoke_once(&store, &lambda_key, &[("SINK_SECRET_ARN", secret)], event);
+    assert_eq!(status_of(&store, "hyg_lambda").as_deref(), Some("COMPLETED"), "{}", second.stderr);
+
+    // Every line every process wrote.
+    let edge_lines = edge.output();
+    let sources: Vec<(&str, String)> = vec![
+        ("edge", edge_lines.join("\n")),
+        ("poll", poll_lines),
+        ("lambda", [first.stdout, first.stderr, second.stdout, second.stderr].join("\n")),
+    ];
+    // Each source said something about these deliveries, so the check below has lines to read.
+    assert!(edge_lines.iter().filter(|l| l.contains("\"outcome\"")).count() >= statuses.len(), "{edge_lines:#?}");
+    for (name, text) in &sources {
+        assert!(text.contains("hyg_"), "{name} logged nothing about the deliveries: {text}");
+    }
+
+    let mut secrets: Vec<(&str, String)> = vec![
+        ("visitor name", NAME.into()),
+        ("visitor email", EMAIL.into()),
+        ("message", MESSAGE.into()),
+        ("changed message", "a changed canary message".into()),
+        ("phone", PHONE.into()),
+        ("apiKey", API_KEY.into()),
+        ("owner email", OWNER.into()),
+        ("bearer token", BEARER.into()),
+        ("wrong bearer token", WRONG_BEARER.into()),
+        ("Basic password", BASIC_PASSWORD.into()),
+        ("wrong Basic password", WRONG_PASSWORD.into()),
+        ("Basic credentials", format!("{BASIC_USER}:{BASIC_PASSWORD}")),
+        ("header value", HEADER_VALUE.into()),
+        ("signing secret", delivery::signing_secret()),
+        ("signing key", String::from_utf8(SIGNING_KEY.to_vec()).unwrap()),
+        ("signature", signature[2].1.clone()),
+        ("sink secret", sink_secret.clone()),
+        ("sink key", String::from_utf8(SINK_KEY.to_vec()).unwrap()),
+        ("edge AWS secret", edge_key.secret.clone()),
+        ("worker AWS secret", worker_key.secret.clone()),
+        ("Lambda AWS secret", lambda_key.secret.clone()),
+    ];
+    secrets.retain(|(_, value)| value.len() >= 6);
+    for (name, text) in &sources {
+        for (what, value) in &secrets {
+            for form in encodings(value) {
+                assert!(!text.contains(&form), "{name} logs the {what} as {form:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_encodings_find_what_they_should() {
+    let forms = encodings("Zoë \"x\"+y");
+    for expected in
+        ["Zoë \"x\"+y", "Zoë \\\"x\\\"+y", "Zo\\u00eb \\\"x\\\"+y", "Zo%C3%AB+%22x%22%2By", "Zo%C3%AB%20%22x%22%2By"]
+    {
+        assert!(forms.contains(&expected.to_owned()), "{expected} not in {forms:?}");
+    }
+    let secret = "a-long-secret-value";
+    for prefix in ["", "x", "xy", "Basic dXNlcjo"] {
+        let line = STANDARD.encode(format!("{prefix}{secret}"));
+        assert!(encodings(secret).iter().any(|f| line.contains(f.as_str())), "{prefix:?}: {line}");
+    }
+}

@@ -1,0 +1,451 @@
+//! The soak: the whole path under load while faults run on a schedule, and the proof that
+//! nothing was lost. `make soak` runs it large (tests/benches/soak.rs); the integration suite
+//! runs it small (tests/it/soak.rs).
+//!
+//! Senders (threads, each a sender that retries until it gets a 2xx) deliver through the built
+//! Worker, which writes through a fault proxy to the SigV4-checking store; the stream worker's
+//! binary polls the stream and writes leads through a second fault proxy to a Standard Webhooks
+//! receiver. Both proxies cycle through faults, each phase `phase` long. Afterwards: every 2xx
+//! has its receipt, every receipt is completed, receipts == leads == distinct submissions,
+//! and every process's memory was sampled across the run.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::delivery::{self, BEARER};
+use crate::edge::Edge;
+use crate::http::send;
+use crate::ministack::Ministack;
+use crate::proxy::{FaultProxy, Mode};
+use crate::stub_http::WebhookStandIn;
+use crate::TempDir;
+
+mod report;
+
+pub use report::Report;
+
+const TABLE: &str = "receipts";
+
+/// How big and how long.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Distinct submissions.
+    pub submissions: usize,
+    /// Share of submissions delivered twice; half of those copies race their original.
+    pub duplicates: f64,
+    /// Senders at once.
+    pub concurrency: usize,
+    /// How long each fault phase lasts.
+    pub phase: Duration,
+    /// The longest the deliveries may take before the run stops sending.
+    pub send_limit: Duration,
+    /// The longest the stream worker may take to complete every receipt afterwards.
+    pub drain_limit: Duration,
+}
+
+impl Params {
+    /// What `make test` runs: a few thousand deliveries, in well under a minute.
+    pub fn small() -> Params {
+        Params {
+            submissions: 1_500,
+            duplicates: 0.3,
+            concurrency: 32,
+            phase: Duration::from_millis(1_500),
+            send_limit: Duration::from_secs(120),
+            drain_limit: Duration::from_secs(120),
+        }
+    }
+
+    /// What `make soak` runs: 20,000 deliveries in a few minutes (the issue's figure is
+    /// deliveries, duplicates included: 15,385 submissions and 4,615 copies).
+    pub fn full() -> Params {
+        Params {
+            submissions: 15_385,
+            duplicates: 0.3,
+            concurrency: 64,
+            phase: Duration::from_secs(5),
+            send_limit: Duration::from_secs(600),
+            drain_limit: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One fault a proxy can be in, with the name the report gives it.
+struct Fault(&'static str, Mode);
+
+fn store_faults() -> Vec<Fault> {
+    let error = |kind: &str| format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"soak"}}"#);
+    vec![
+        Fault("none", Mode::PassThrough),
+        Fault("store latency 300 ms", Mode::Delay(Duration::from_millis(300))),
+        Fault("none", Mode::PassThrough),
+        Fault("store refuses connections", Mode::Refuse),
+        Fault("none", Mode::PassThrough),
+        Fault("store answer dropped after the write", Mode::DropResponse { times: usize::MAX }),
+        Fault("none", Mode::PassThrough),
+        Fault("store throttles", Mode::Answer(400, error("ThrottlingException"))),
+        Fault("none", Mode::PassThrough),
+        Fault("store 5xx burst", Mode::Answer(500, error("InternalServerError"))),
+    ]
+}
+
+fn sink_faults() -> Vec<Fault> {
+    vec![
+        Fault("none", Mode::PassThrough),
+        Fault("sink rate-limits (429)", Mode::Answer(429, r#"{"error":"rate_limited"}"#.into())),
+        Fault("none", Mode::PassThrough),
+        Fault("sink answer dropped after the write", Mode::DropResponse { times: usize::MAX }),
+        Fault("none", Mode::PassThrough),
+        Fault("sink 503", Mode::Answer(503, r#"{"error":"unavailable"}"#.into())),
+        Fault("sink latency 200 ms", Mode::Delay(Duration::from_millis(200))),
+        Fault("sink refuses connections", Mode::Refuse),
+    ]
+}
+
+/// One job for a sender: deliver this submission (`copy` > 0: a duplicate), racing another
+/// sender with the same job when `race`.
+#[derive(Clone)]
+struct Job {
+    id: String,
+    race: bool,
+}
+
+/// Every attempt's outcome: (store fault at send time, status or `none`).
+type Attempts = Arc<Mutex<Vec<(&'static str, String)>>>;
+
+/// Sends `id` until a 2xx, backing off on 5xx and on no answer; a 4xx ends it (it is never
+/// right for these deliveries). Returns whether it was acknowledged, or why not.
+fn deliver_until_acknowledged(
+    url: &str,
+    id: &str,
+    fault: &Mutex<&'static str>,
+    attempts: &Attempts,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    let headers = [
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("Authorization".to_owned(), format!("Bearer {BEARER}")),
+        ("Idempotency-Key".to_owned(), delivery::key(id)),
+    ];
+    let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_000_000);
+    let mut wait = Duration::from_millis(50);
+    for _ in 0..60 {
+        let active = *fault.lock().unwrap();
+        let answer = send("POST", url, &refs, &body);
+        let status = answer.as_ref().map_or_else(|| "none".to_owned(), |a| a.status.to_string());
+        attempts.lock().unwrap().push((active, status.clone()));
+        match answer.map(|a| a.status) {
+            Some(200..=299) => return Ok(()),
+            Some(status @ 400..=499) => return Err(format!("answered {status}")),
+            _ if stop.load(Ordering::Relaxed) => return Err("the run's time ran out".into()),
+            _ => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+    Err("60 attempts without a 2xx".into())
+}
+
+/// Resident memory of each of `roots` with all its descendants, in MiB, from one pass over /proc.
+fn resident_mib(roots: &[u32]) -> Vec<f64> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    for pid in
+        std::fs::read_dir("/proc").into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+    {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // After the command name (which may hold spaces): state, then the parent's PID.
+        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        children.entry(parent.unwrap_or(0)).or_default().push(pid);
+        let kib = std::fs::read_to_string(format!("/proc/{pid}/status")).ok().and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        });
+        rss.insert(pid, kib.unwrap_or(0));
+    }
+    roots
+        .iter()
+        .map(|&root| {
+            let (mut tree, mut index) = (vec![root], 0);
+            while index < tree.len() {
+                tree.extend(children.get(&tree[index]).into_iter().flatten());
+                index += 1;
+            }
+            tree.iter().map(|p| rss.get(p).copied().unwrap_or(0)).sum::<u64>() as f64 / 1024.0
+        })
+        .collect()
+}
+
+/// (first quarter's median, last quarter's median, max) of a series.
+fn memory_summary(samples: &[f64]) -> (f64, f64, f64) {
+    let median = |part: &[f64]| {
+        let mut sorted = part.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+    };
+    let quarter = (samples.len() / 4).max(1).min(samples.len());
+    (
+        median(&samples[..quarter]),
+        median(&samples[samples.len() - quarter..]),
+        samples.iter().copied().fold(0.0, f64::max),
+    )
+}
+
+/// Every receipt's (submission ID, status), read page by page.
+fn receipts(store: &Ministack) -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    let mut start: Option<Value> = None;
+    loop {
+        let mut request = json!({"TableName": TABLE, "ConsistentRead": true,
+            "ProjectionExpression": "submissionId, #s", "ExpressionAttributeNames": {"#s": "status"}});
+        if let Some(key) = start.take() {
+            request["ExclusiveStartKey"] = key;
+        }
+        let page = store.ok("DynamoDB_20120810.Scan", &request);
+        for item in page["Items"].as_array().into_iter().flatten() {
+            let text = |name: &str| item[name]["S"].as_str().unwrap_or_default().to_owned();
+            all.push((text("submissionId"), text("status")));
+        }
+        match page.get("LastEvaluatedKey") {
+            Some(key) if !key.is_null() => start = Some(key.clone()),
+            _ => return all,
+        }
+    }
+}
+
+/// Runs the soak; `progress` is told what is happening.
+pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
+    let started = Instant::now();
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let edge_key = store.iam_access_key("edge");
+    let worker_key = store.iam_access_key("worker");
+    let store_proxy = FaultProxy::start(store.port);
+    let edge = Edge::start(&[
+        ("RECEIPTS_TABLE", TABLE.to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("DYNAMODB_ENDPOINT", store_proxy.endpoint()),
+        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
+        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
+        ("STORE_TIMEOUT_MS", "1000".to_owned()),
+        ("WEBHOOK_BEARER_TOKENS", BEARER.to_owned()),
+    ]);
+    let sink = WebhookStandIn::start();
+    let sink_proxy = FaultProxy::start(sink.server.port);
+    let dir = TempDir::new("soak");
+    let mut worker: Child = Command::new(crate::stream_worker_binary())
+        .arg("poll")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
+        .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", store.endpoint())
+        .env("AWS_ACCESS_KEY_ID", &worker_key.id)
+        .env("AWS_SECRET_ACCESS_KEY", &worker_key.secret)
+        .env("RECEIPTS_TABLE", TABLE)
+        .env("LEAD_SINK", format!("{}/leads", sink_proxy.endpoint()))
+        .env("WEBHOOK_SINK_SECRET", delivery::signing_secret())
+        .env("POLL_CHECKPOINT", dir.0.join("checkpoint.json"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.0.join("worker.out")).unwrap())
+        .stderr(std::fs::File::create(dir.0.join("worker.err")).unwrap())
+        .spawn()
+        .unwrap();
+
+    // The plan: every submission once; a share twice, half of those racing the original and
+    // half sent again later (a sender's retry after the fact).
+    let ids: Vec<String> = (0..params.submissions).map(|i| format!("soak-{i:05}")).collect();
+    let copies = (params.submissions as f64 * params.duplicates).round() as usize;
+    let mut jobs: VecDeque<Job> = VecDeque::new();
+    let mut later = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let copied = i * copies / params.submissions.max(1) != (i + 1) * copies / params.submissions.max(1);
+        let race = copied && i % 2 == 0;
+        jobs.push_back(Job { id: id.clone(), race });
+        if copied && !race {
+            later.push(Job { id: id.clone(), race: false });
+        }
+        // Each later copy goes out a little after its original.
+        if i % 50 == 49 {
+            jobs.extend(later.drain(..));
+        }
+    }
+    jobs.extend(later);
+    let deliveries = jobs.len() + jobs.iter().filter(|j| j.race).count();
+    let params_text = format!(
+        "{} submissions, {deliveries} deliveries ({:.0} % copies, half racing), {} senders; fault phases of {:.1} s; \
+         the Worker's store timeout 1 s; the stream worker in poll mode into a Standard Webhooks receiver",
+        params.submissions,
+        params.duplicates * 100.0,
+        params.concurrency,
+        params.phase.as_secs_f64()
+    );
+    progress(&params_text);
+
+    // Faults: each proxy cycles through its list, the sink's half a phase behind.
+    let stop = Arc::new(AtomicBool::new(false));
+    let store_fault: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("none"));
+    let sink_phases: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
+    let scheduler = {
+        let (stop, store_fault, sink_phases) = (Arc::clone(&stop), Arc::clone(&store_fault), Arc::clone(&sink_phases));
+        let (store_proxy_mode, sink_proxy_mode) = (store_proxy.mode_handle(), sink_proxy.mode_handle());
+        let phase = params.phase;
+        std::thread::spawn(move || {
+            let (store_list, sink_list) = (store_faults(), sink_faults());
+            let mut step = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let Fault(name, mode) = &store_list[step % store_list.len()];
+                *store_fault.lock().unwrap() = name;
+                *store_proxy_mode.lock().unwrap() = mode.clone();
+                std::thread::sleep(phase / 2);
+                let Fault(sink_name, sink_mode) = &sink_list[step % sink_list.len()];
+                *sink_phases.lock().unwrap().entry((*sink_name).to_owned()).or_default() += 1;
+                *sink_proxy_mode.lock().unwrap() = sink_mode.clone();
+                std::thread::sleep(phase / 2);
+                step += 1;
+            }
+            *store_proxy_mode.lock().unwrap() = Mode::PassThrough;
+            *sink_proxy_mode.lock().unwrap() = Mode::PassThrough;
+        })
+    };
+
+    // Memory, sampled every half second until the end.
+    let sampling = Arc::new(AtomicBool::new(true));
+    let processes =
+        [("workerd (edge)", edge.pid()), ("ministack (store)", store.pid()), ("stream worker", worker.id())];
+    let sampler = {
+        let sampling = Arc::clone(&sampling);
+        std::thread::spawn(move || {
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); processes.len()];
+            let roots: Vec<u32> = processes.iter().map(|(_, pid)| *pid).collect();
+            while sampling.load(Ordering::Relaxed) {
+                for (series, mib) in samples.iter_mut().zip(resident_mib(&roots)) {
+                    series.push(mib);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            processes.iter().map(|(name, _)| (*name).to_owned()).zip(samples).collect::<Vec<_>>()
+        })
+    };
+
+    // The senders.
+    let url = format!("{}/webhooks/staticforms", edge.url);
+    let queue = Arc::new(Mutex::new(jobs));
+    let attempts: Attempts = Arc::default();
+    let acknowledged: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let gave_up: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let send_started = Instant::now();
+    let too_long = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        for _ in 0..params.concurrency {
+            scope.spawn(|| loop {
+                if send_started.elapsed() > params.send_limit {
+                    too_long.store(true, Ordering::Relaxed);
+                    let unsent: Vec<Job> = queue.lock().unwrap().drain(..).collect();
+                    let why = || "not sent: the run's time ran out".to_owned();
+                    gave_up.lock().unwrap().extend(unsent.into_iter().map(|job| (job.id, why())));
+                    return;
+                }
+                let Some(job) = queue.lock().unwrap().pop_front() else { return };
+                let result = std::thread::scope(|race| {
+                    let copy = job.race.then(|| {
+                        race.spawn(|| deliver_until_acknowledged(&url, &job.id, &store_fault, &attempts, &too_long))
+                    });
+                    let first = deliver_until_acknowledged(&url, &job.id, &store_fault, &attempts, &too_long);
+                    let second = copy.map_or(Ok(()), |c| c.join().unwrap_or_else(|_| Err("sender panicked".into())));
+                    first.and(second)
+                });
+                match result {
+                    Ok(()) => {
+                        acknowledged.lock().unwrap().insert(job.id.clone());
+                    }
+                    Err(why) => gave_up.lock().unwrap().push((job.id.clone(), why)),
+                }
+                let done = acknowledged.lock().unwrap().len();
+                if done.is_multiple_of(1000) && done > 0 {
+                    progress_tick(done);
+                }
+            });
+        }
+    });
+    let send_seconds = send_started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let _ = scheduler.join();
+    progress(&format!("sent in {send_seconds:.1} s; draining (faults off)"));
+
+    // Drain: every receipt completed by the stream worker.
+    let drain_started = Instant::now();
+    let mut seen = receipts(&store);
+    let mut drain_seconds = None;
+    while drain_started.elapsed() < params.drain_limit {
+        if seen.len() >= params.submissions && seen.iter().all(|(_, status)| status == "COMPLETED") {
+            drain_seconds = Some(drain_started.elapsed().as_secs_f64());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        seen = receipts(&store);
+    }
+    sampling.store(false, Ordering::Relaxed);
+    let memory = sampler.join().unwrap_or_default();
+    let _ = worker.kill();
+    let _ = worker.wait();
+
+    // The sink's view: one lead per submission (the receiver deduplicates by `webhook-id`),
+    // the same content on every request that carried it.
+    let accepted = sink.state.lock().unwrap().accepted.clone();
+    let mut leads: BTreeMap<String, String> = BTreeMap::new();
+    let mut conflicting = BTreeSet::new();
+    for request in &accepted {
+        let lead: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let id = lead["externalId"].as_str().unwrap_or_default().to_owned();
+        let text = lead.to_string();
+        if leads.get(&id).is_some_and(|before| *before != text) {
+            conflicting.insert(id.clone());
+        }
+        leads.insert(id, text);
+    }
+
+    let stored: BTreeSet<&str> = seen.iter().map(|(id, _)| id.as_str()).collect();
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let attempts = attempts.lock().unwrap().clone();
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_fault: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for (fault, status) in &attempts {
+        *by_status.entry(status.clone()).or_default() += 1;
+        *by_fault.entry((*fault).to_owned()).or_default().entry(status.clone()).or_default() += 1;
+    }
+    let report = Report {
+        params_text,
+        by_status,
+        by_fault,
+        sink_phases: sink_phases.lock().unwrap().clone(),
+        submissions: params.submissions,
+        deliveries,
+        acknowledged: acknowledged.len(),
+        gave_up: gave_up.lock().unwrap().clone(),
+        receipts: seen.len(),
+        completed: seen.iter().filter(|(_, status)| status == "COMPLETED").count(),
+        lost: acknowledged.iter().filter(|id| !stored.contains(id.as_str())).cloned().collect(),
+        leads: leads.len(),
+        sink_requests: accepted.len(),
+        conflicting_leads: conflicting.into_iter().collect(),
+        send_seconds,
+        drain_seconds,
+        memory: memory.into_iter().map(|(name, series)| (name, memory_summary(&series))).collect(),
+    };
+    progress(&format!("done in {:.1} s", started.elapsed().as_secs_f64()));
+    report
+}
+
+fn progress_tick(done: usize) {
+    eprintln!("soak: {done} submissions acknowledged");
+}
