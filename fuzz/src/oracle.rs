@@ -1,5 +1,7 @@
-//! The fuzz targets' judges, written from the documented rules without the code under test:
-//! which credentials are genuinely valid, how deep JSON text nests, and DynamoDB's item rules.
+//! The fuzz targets' judges: which credentials are genuinely valid and how deep JSON text
+//! nests, written from the RFCs and the Standard Webhooks specification without the code under
+//! test; and DynamoDB's item rules, which reuse the core's size count and number range (each
+//! unit-tested against DynamoDB's documentation) and check the rest from the documentation.
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -33,19 +35,30 @@ pub(crate) fn nesting(text: &[u8]) -> usize {
     deepest
 }
 
-/// Every method by which this request carries a valid credential of the fuzz policy:
-/// `Authorization: <scheme> <credentials>` (scheme in any case, spaces around ignored), the
-/// custom header's exact value, or a Standard Webhooks `v1` signature within five minutes.
+/// `Authorization: <scheme> <credentials>` per RFC 9110: `auth-scheme 1*SP credentials`
+/// (11.4), the scheme case-insensitive (11.1), and the field without its surrounding optional
+/// whitespace, which is spaces and horizontal tabs (5.5, 5.6.3). The credentials of `scheme`.
+fn credentials<'v>(field: &'v str, scheme: &str) -> Option<&'v str> {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let bytes = field.as_bytes();
+    let start = bytes.iter().position(|b| !ows(b))?;
+    let end = bytes.iter().rposition(|b| !ows(b))? + 1;
+    let value = &field[start..end];
+    let scheme_end = value.bytes().position(|b| b == b' ')?;
+    let spaces = value[scheme_end..].bytes().take_while(|b| *b == b' ').count();
+    value[..scheme_end].eq_ignore_ascii_case(scheme).then(|| &value[scheme_end + spaces..])
+}
+
+/// Every method by which this request carries a valid credential of the fuzz policy: a Bearer
+/// token or Basic `user:password` (base64) in `Authorization`, the custom header's exact value,
+/// or a Standard Webhooks `v1` signature within five minutes.
 pub(crate) fn valid_methods(headers: &Headers, body: &[u8], now_millis: u64) -> Vec<AuthMethod> {
     let mut valid = Vec::new();
-    let authorization = headers.get("Authorization").and_then(|v| v.trim().split_once(' '));
-    if let Some((scheme, credentials)) = authorization {
-        let credentials = credentials.trim();
-        if scheme.eq_ignore_ascii_case("bearer") && credentials == BEARER {
+    if let Some(field) = headers.get("Authorization") {
+        if credentials(field, "Bearer") == Some(BEARER) {
             valid.push(AuthMethod::Bearer);
         }
-        if scheme.eq_ignore_ascii_case("basic") && BASE64.decode(credentials).is_ok_and(|pair| pair == BASIC.as_bytes())
-        {
+        if credentials(field, "Basic").is_some_and(|c| BASE64.decode(c).is_ok_and(|pair| pair == BASIC.as_bytes())) {
             valid.push(AuthMethod::Basic);
         }
     }
@@ -88,22 +101,40 @@ fn signed(headers: &Headers, body: &[u8], now_millis: u64) -> bool {
         .any(|encoded| BASE64.decode(encoded).is_ok_and(|sig| sig.as_slice() == expected.as_slice()))
 }
 
-/// DynamoDB's documented rules for an item this receiver writes: at most 400 KB, a non-empty
-/// string partition key of at most 2,048 bytes, numbers within range, at most 32 levels of
-/// nesting, no empty attribute names in maps, no empty sets.
+/// DynamoDB's documented rules for an item this receiver writes: at most 400 KB (by the core's
+/// count of DynamoDB's sizing rules), a non-empty string partition key of at most 2,048 bytes,
+/// numbers within range (the core's range check), at most 32 levels of nesting, attribute names
+/// of 1 byte to 64 KB, sets neither empty nor holding a value twice.
 pub(crate) fn satisfies_item_rules(item: &Item) -> Result<(), String> {
+    fn name_ok(name: &str) -> bool {
+        (1..65_536).contains(&name.len())
+    }
+    fn set_ok<T: Ord>(values: &[T]) -> Result<(), String> {
+        let distinct: std::collections::BTreeSet<&T> = values.iter().collect();
+        match (values.is_empty(), distinct.len() == values.len()) {
+            (true, _) => Err("empty set".into()),
+            (_, false) => Err("a set holds a value twice".into()),
+            _ => Ok(()),
+        }
+    }
+    fn number_ok(n: &str) -> Result<(), String> {
+        match Decimal::parse(n).is_some_and(|d| d.fits_dynamodb()) {
+            true => Ok(()),
+            false => Err(format!("number {n} out of range")),
+        }
+    }
     fn value_ok(value: &AttributeValue, depth: usize) -> Result<(), String> {
         if depth > 32 {
             return Err("nested past 32 levels".into());
         }
         match value {
-            AttributeValue::N(n) if !Decimal::parse(n).is_some_and(|d| d.fits_dynamodb()) => {
-                Err(format!("number {n} out of range"))
-            }
-            AttributeValue::M(m) if m.keys().any(String::is_empty) => Err("empty attribute name".into()),
+            AttributeValue::N(n) => number_ok(n),
+            AttributeValue::M(m) if !m.keys().all(|k| name_ok(k)) => Err("attribute name of 0 bytes or 64 KB".into()),
             AttributeValue::M(m) => m.values().try_for_each(|v| value_ok(v, depth + 1)),
             AttributeValue::L(l) => l.iter().try_for_each(|v| value_ok(v, depth + 1)),
-            AttributeValue::Ss(s) if s.is_empty() => Err("empty set".into()),
+            AttributeValue::Ss(s) => set_ok(s),
+            AttributeValue::Ns(n) => set_ok(n).and_then(|()| n.iter().try_for_each(|n| number_ok(n))),
+            AttributeValue::Bs(b) => set_ok(b),
             _ => Ok(()),
         }
     }
@@ -113,6 +144,9 @@ pub(crate) fn satisfies_item_rules(item: &Item) -> Result<(), String> {
     match item.get("pk") {
         Some(AttributeValue::S(pk)) if !pk.is_empty() && pk.len() <= 2048 => {}
         other => return Err(format!("partition key {other:?}")),
+    }
+    if !item.keys().all(|k| name_ok(k)) {
+        return Err("attribute name of 0 bytes or 64 KB".into());
     }
     item.values().try_for_each(|v| value_ok(v, 1))
 }

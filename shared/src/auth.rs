@@ -224,11 +224,13 @@ enum Check {
     Refused(AuthError),
 }
 
-/// The credentials after `scheme` in the `Authorization` header, scheme matched in any case.
+/// The credentials after `scheme` in the `Authorization` header, scheme matched in any case:
+/// `auth-scheme 1*SP credentials` (RFC 9110, section 11.4), the field's surrounding optional
+/// whitespace (spaces and tabs, section 5.6.3, and nothing else) left out.
 fn authorization<'h>(headers: &'h Headers, scheme: &str) -> Option<&'h str> {
-    let value = headers.get("authorization")?.trim();
+    let value = headers.get("authorization")?.trim_matches([' ', '\t']);
     let (found, rest) = value.split_once(' ')?;
-    found.eq_ignore_ascii_case(scheme).then(|| rest.trim())
+    found.eq_ignore_ascii_case(scheme).then(|| rest.trim_start_matches(' '))
 }
 
 /// A Standard Webhooks timestamp: decimal seconds, digits only.

@@ -13,9 +13,10 @@ pub const DYNAMO_EXPONENT_RANGE: core::ops::RangeInclusive<i64> = -130..=125;
 /// however long it is: equal values give equal text, different values different text.
 const SMALL_EXPONENT_LIMIT: u64 = 1_000_000_000_000_000_000;
 
-/// A power of ten, exact at any size.
+/// A power of ten, exact at any size. Private, so that every value has one form: `Small`
+/// exactly when the magnitude is below 10^18, and `Huge` digits without a leading zero.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Exponent {
+enum Exponent {
     /// Magnitude below 10^18.
     Small(i64),
     /// Magnitude 10^18 or more: the sign and the decimal digits (no leading zero). Far outside
@@ -44,18 +45,21 @@ impl Exponent {
             let value = if negative { -value } else { value } + i128::from(delta);
             return match i64::try_from(value) {
                 Ok(small) if small.unsigned_abs() < SMALL_EXPONENT_LIMIT => Exponent::Small(small),
-                _ => Exponent::huge(value < 0, &alloc::format!("{}", value.unsigned_abs())),
+                _ => Exponent::from_magnitude(value < 0, &alloc::format!("{}", value.unsigned_abs())),
             };
         }
         // At least 10^18 in magnitude and |delta| far smaller: the sign stays, the magnitude
         // moves by |delta| toward or away from zero.
         let away = (delta > 0) != negative;
-        Exponent::huge(negative, &add_to_digits(magnitude, delta.unsigned_abs(), away))
+        Exponent::from_magnitude(negative, &add_to_digits(magnitude, delta.unsigned_abs(), away))
     }
 
-    /// `Huge`, or `Small` when the magnitude is below the limit (one form per value).
-    fn huge(negative: bool, magnitude: &str) -> Exponent {
+    /// The exponent `sign × magnitude` in its one form: `Small` below the limit, else `Huge`.
+    fn from_magnitude(negative: bool, magnitude: &str) -> Exponent {
         let magnitude = magnitude.trim_start_matches('0');
+        if magnitude.is_empty() {
+            return Exponent::Small(0);
+        }
         match magnitude.parse::<u64>() {
             Ok(small) if small < SMALL_EXPONENT_LIMIT => {
                 let small = small as i64;
@@ -66,13 +70,18 @@ impl Exponent {
     }
 }
 
-/// Decimal digits plus (`add`) or minus `delta`; the digits must be the larger when subtracting.
+/// Decimal digits plus (`add`) or minus `delta`. Subtracting, the digits must be the larger
+/// (the caller's are at least 10^18, `delta` far smaller); should they not be, the result
+/// stops at the digits' length rather than borrowing forever.
 fn add_to_digits(digits: &str, delta: u64, add: bool) -> String {
     let mut out: alloc::vec::Vec<u8> = digits.bytes().rev().map(|b| b - b'0').collect();
     let mut carry = delta;
     let mut i = 0;
     while carry > 0 {
         if i == out.len() {
+            if !add {
+                break;
+            }
             out.push(0);
         }
         let digit = u64::from(out[i]);
@@ -97,7 +106,7 @@ pub struct Decimal {
     /// The significant digits, ASCII `1-9` first and last; empty for zero.
     pub digits: String,
     /// The power of ten that `digits` is multiplied by.
-    pub exp10: Exponent,
+    exp10: Exponent,
 }
 
 impl Decimal {
@@ -279,6 +288,10 @@ mod tests {
         check("1e0000000000000000000000000000000012", Some(("1e12", true)));
         check("1e-0", Some(("1", true)));
         check("99.9e999999999999999998", Some(("999e999999999999999997", false)));
+        // 18 digits that become 19, either way.
+        check("10e999999999999999999", Some(("1e1000000000000000000", false)));
+        check("0.1e-999999999999999999", Some(("1e-1000000000000000000", false)));
+        check("-1e-1000000000000000000", Some(("-1e-1000000000000000000", false)));
         check("", None);
         check("-", None);
         check("1e", None);

@@ -14,6 +14,12 @@ use crate::hex;
 use crate::json::Json;
 
 /// The version this crate writes: SHA-256 of [`Json::to_canonical_text`].
+///
+/// One change to `v1` was made without a new version, because the old form was wrong: a
+/// number whose exponent is past 2^40 in magnitude (`1e1099511627777`) used to be clamped, so
+/// different values shared a fingerprint and a retry could be taken for the same content. Its
+/// exponent is now written exactly. A receipt stored before with such a number in its form, and
+/// retried after, is answered 422 rather than 200.
 pub const VERSION: &str = "v1";
 
 /// `v1:` and the lowercase hex SHA-256 of the canonical JSON of `form_data` (`null` when absent).

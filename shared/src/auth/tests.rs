@@ -50,6 +50,12 @@ fn bearer_tokens() {
     check(&p, one("authorization", "bearer  token-old "), 0, Ok(AuthMethod::Bearer));
     check(&p, one("Authorization", "Bearer token-older"), 0, Err(AuthError::BadBearerToken));
     check(&p, one("Authorization", "Bearer"), 0, Err(AuthError::MissingCredentials));
+    // Optional whitespace around the field is spaces and tabs (RFC 9110, 5.6.3), nothing else;
+    // the scheme and the credentials are separated by spaces only (11.4).
+    check(&p, one("Authorization", "\t Bearer   token-new \t"), 0, Ok(AuthMethod::Bearer));
+    check(&p, one("Authorization", "Bearer token-new\u{a0}"), 0, Err(AuthError::BadBearerToken));
+    check(&p, one("Authorization", "Bearer \ttoken-new"), 0, Err(AuthError::BadBearerToken));
+    check(&p, one("Authorization", "Bearer\ttoken-new"), 0, Err(AuthError::MissingCredentials));
 }
 
 #[wasm_bindgen_test(unsupported = test)]
