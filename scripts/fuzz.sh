@@ -27,6 +27,7 @@ summary=()
 for target in $targets; do
   scratch=target/fuzz-corpus/$target
   mkdir -p "$scratch"
+  before=$(ls "$scratch" | wc -l)
   log "$target: ${seconds} s from $(ls fuzz/corpus/"$target" | wc -l) seeds"
   out=target/fuzz-corpus/$target.log
   # No sanitizer (the code forbids unsafe; coverage guidance is what matters), debug assertions
@@ -42,7 +43,7 @@ for target in $targets; do
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$out" | tail -1 | awk '{print $2}')
-  corpus=$(ls "$scratch" | wc -l)
+  corpus=$(( $(ls "$scratch" | wc -l) - before ))
   summary+=("$(printf '%-14s %-7s %10s runs  %6s edges  %6s new inputs' "$target" "$result" "${runs:-?}" "${cov:-?}" "$corpus")")
 done
 

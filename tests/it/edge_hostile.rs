@@ -16,28 +16,63 @@ const TABLE: &str = "receipts";
 /// The Worker's default body limit (256 KiB).
 const LIMIT: usize = 256 * 1024;
 
+/// What came back on a raw connection.
+#[derive(Debug, PartialEq)]
+enum Reply {
+    /// An HTTP answer: its status and body.
+    Answered(u16, String),
+    /// The connection closed without an answer (the runtime cut the request off).
+    Closed,
+    /// Nothing within 30 s: a hung request, which no case may cause.
+    TimedOut,
+}
+
+impl Reply {
+    fn status(&self) -> Option<u16> {
+        match self {
+            Reply::Answered(status, _) => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Reads what comes back on `stream` until it closes.
+fn reply(stream: &mut TcpStream) -> Reply {
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut answer = Vec::new();
+    if let Err(e) = stream.read_to_end(&mut answer) {
+        if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+            return Reply::TimedOut;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let parsed = text.split_once("\r\n\r\n").and_then(|(top, rest)| {
+        let status = top.split(' ').nth(1)?.parse().ok()?;
+        Some(Reply::Answered(status, rest.to_owned()))
+    });
+    parsed.unwrap_or(Reply::Closed)
+}
+
 /// A raw HTTP/1.1 request: the request line and `Host`, then `head` (header lines as bytes,
-/// each ending in CRLF, anything allowed), a blank line and `body`. Returns the status and
-/// body of the answer, or `None` when the runtime closed the connection without one.
-fn raw(url: &str, head: &[u8], body: &[u8]) -> Option<(u16, String)> {
+/// each ending in CRLF, anything allowed), a blank line and `body`; the upload then ends
+/// (half-close), so nothing waits for bytes never sent.
+fn raw(url: &str, head: &[u8], body: &[u8]) -> Reply {
     let authority = url.strip_prefix("http://").expect("the Worker's URL is http://");
     let mut stream = TcpStream::connect(authority).expect("the Worker listens");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut request =
         format!("POST /webhooks/staticforms HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n").into_bytes();
     request.extend_from_slice(head);
     request.extend_from_slice(b"\r\n");
     request.extend_from_slice(body);
-    // The runtime may answer and close before reading everything; that is an answer too. The
-    // upload ends with the bytes given (half-close), so nothing waits for bytes never sent.
+    // The runtime may answer and close before reading everything; that is an answer too.
     let _ = stream.write_all(&request);
     let _ = stream.shutdown(Shutdown::Write);
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    let (top, rest) = text.split_once("\r\n\r\n")?;
-    let status = top.split(' ').nth(1)?.parse().ok()?;
-    Some((status, rest.to_owned()))
+    reply(&mut stream)
+}
+
+/// True for a refusal: a 4xx, or the connection cut off.
+fn refused(reply: &Reply) -> bool {
+    matches!(reply, Reply::Answered(400..=499, _) | Reply::Closed)
 }
 
 /// Header lines for `id` (content type, bearer token, key), plus `extra` lines as given.
@@ -140,22 +175,26 @@ fn the_body_limit_holds_to_the_byte_whatever_the_framing_claims() {
     let payload = body("sub_short_claim");
     let claim = format!("Content-Length: {}\r\n", payload.len() - 10);
     let answer = raw(&s.edge.url, &head("sub_short_claim", claim.as_bytes()), &payload);
-    assert!(matches!(answer, Some((400, _)) | None), "{answer:?}");
+    assert!(refused(&answer), "{answer:?}");
     // One that claims more than the limit is refused before any byte of the body is read.
     let claim = format!("Content-Length: {}\r\n", LIMIT + 1);
     let answer = raw(&s.edge.url, &head("sub_big_claim", claim.as_bytes()), b"{}");
-    assert_eq!(answer.map(|(status, _)| status), Some(413));
-    // One that is not a number is the runtime's to refuse, before the Worker sees it (locally
-    // Miniflare's front answers 500; Cloudflare's edge refuses such a request itself).
+    assert_eq!(answer.status(), Some(413), "{answer:?}");
+    // One that is not a number (RFC 9112, 6.3: a 400, and the connection closed) is refused
+    // by the runtime before the Worker sees it. Locally, Miniflare's front answers 500 instead:
+    // accepted here only as the runtime's own answer, proved by the Worker having no line for
+    // it once the line of the next delivery has come.
     let records = || s.edge.logs(0).iter().filter(|line| line.contains("\"outcome\"")).count();
-    // Six requests so far, each with its line (lines arrive a moment after the answers).
-    tests::wait_until("the Worker's lines", 10, || records() == 6);
-    let handled = records();
+    tests::wait_until("the Worker's lines so far", 10, || records() == 6);
     let answer = raw(&s.edge.url, &head("sub_nan_claim", b"Content-Length: 12x\r\n"), &body("sub_nan_claim"));
-    assert!(!matches!(answer, Some((200..=299, _))), "{answer:?}");
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(records(), handled, "the Worker never handled it");
-    assert_eq!(stored_ids(&s), ["sub_at_limit", "sub_chunked_at"]);
+    assert!(refused(&answer) || answer.status() == Some(500), "{answer:?}");
+    let next = deliver(&s.edge, &headers("sub_after_nan"), &body("sub_after_nan"));
+    assert_eq!(next.status, 202, "{}", next.body);
+    tests::wait_until("the next delivery's line", 10, || records() >= 7);
+    let lines: Vec<String> = s.edge.logs(0).into_iter().filter(|l| l.contains("\"outcome\"")).collect();
+    assert_eq!(lines.len(), 7, "the Worker handled the malformed request: {lines:#?}");
+    assert!(lines[6].contains("sub_after_nan"), "{lines:#?}");
+    assert_eq!(stored_ids(&s), ["sub_after_nan", "sub_at_limit", "sub_chunked_at"]);
 }
 
 #[test]
@@ -214,16 +253,18 @@ fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
     assert_eq!(signed("sub_sig_1000_bad", now, Some(many_bad.clone())), 401);
     assert_eq!(signed("sub_sig_many", now, Some(format!("{many_bad} {good}"))), 202);
 
-    // CR, LF or NUL inside a header value: the runtime refuses the request or the value is not
-    // a credential; either way it is a 4xx (or the connection is closed) and nothing is stored.
+    // CR, LF or NUL inside a header value: RFC 9110 (5.5) lets the runtime refuse the request
+    // or read each as a space. Inside the value (not at its end, where a space would be
+    // trimmed), either way the value is not the credential or the key: a 4xx (or the
+    // connection is closed), and nothing is stored.
     let key = delivery::key("sub_ctl");
     let (front, back) = key.split_at(12);
     for (label, auth, idempotency) in [
-        ("NUL in the token", format!("Bearer {BEARER}\0"), key.clone()),
+        ("NUL in the token", format!("Bearer {}\0{}", &BEARER[..4], &BEARER[4..]), key.clone()),
         ("CR in the token", format!("Bearer {BEARER}\rX"), key.clone()),
         ("LF in the key", format!("Bearer {BEARER}"), format!("{front}\n{back}")),
         ("CR LF in the key", format!("Bearer {BEARER}"), format!("{front}\r\n{back}")),
-        ("NUL in the key", format!("Bearer {BEARER}"), format!("{key}\0")),
+        ("NUL in the key", format!("Bearer {BEARER}"), format!("{front}\0{back}")),
     ] {
         let payload = body("sub_ctl");
         let lines = format!(
@@ -231,7 +272,7 @@ fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
             payload.len()
         );
         let answer = raw(&s.edge.url, lines.as_bytes(), &payload);
-        assert!(matches!(answer, Some((400..=499, _)) | None), "{label}: {answer:?}");
+        assert!(refused(&answer), "{label}: {answer:?}");
     }
     assert_eq!(
         stored_ids(&s),
@@ -266,11 +307,15 @@ fn a_hundred_slow_loris_uploads_do_not_stop_ordinary_deliveries() {
         let answer = deliver(&s.edge, &headers(&id), &body(&id));
         assert_eq!(answer.status, 202, "{id}: {}", answer.body);
     }
-    // The slow clients give up: each upload ends short, and none of them is stored.
+    // The slow clients give up: each upload ends short and is answered as unreadable (or cut
+    // off), and none of them is stored.
     for stream in &slow {
         stream.shutdown(Shutdown::Write).unwrap();
     }
-    drop(slow);
+    for mut stream in slow {
+        let answer = reply(&mut stream);
+        assert!(refused(&answer), "{answer:?}");
+    }
     let retry = deliver(&s.edge, &headers("sub_while_slow_0"), &body("sub_while_slow_0"));
     assert_eq!(retry.status, 200, "{}", retry.body);
     let expected: Vec<String> = (0..5).map(|i| format!("sub_while_slow_{i}")).collect();

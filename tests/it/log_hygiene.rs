@@ -5,7 +5,6 @@
 //! base64 (any alignment, both alphabets) or URL-encoded.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEA
 use tests::edge::Edge;
 use tests::ministack::Ministack;
 use tests::stub_http::{StubResponse, StubServer};
+use tests::worker::PollerProcess;
 use tests::TempDir;
 
 use crate::edge_receiver::{bindings, deliver, headers};
@@ -171,33 +171,14 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     // Local mode: the poller into the echoing sink, until every receipt is settled.
     let (sink, accepted) = echoing_sink();
     let dir = TempDir::new("hygiene");
-    let (out, err) = (dir.0.join("poll.out"), dir.0.join("poll.err"));
-    let mut poll = Command::new(tests::stream_worker_binary())
-        .arg("poll")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
-        .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", store.endpoint())
-        .env("AWS_ACCESS_KEY_ID", &worker_key.id)
-        .env("AWS_SECRET_ACCESS_KEY", &worker_key.secret)
-        .env("RECEIPTS_TABLE", TABLE)
-        .env("LEAD_SINK", format!("{}/leads", sink.url()))
-        .env("WEBHOOK_SINK_SECRET", &sink_secret)
-        .env("POLL_CHECKPOINT", dir.0.join("checkpoint.json"))
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
+    let poll = PollerProcess::start(&store, &worker_key, &format!("{}/leads", sink.url()), &sink_secret, &dir.0);
     let settled = ["hyg_poll_1", "hyg_poll_2", "hyg_basic", "hyg_header", "hyg_signed"];
     let done = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
         settled.iter().all(|id| status_of(&store, id).is_some_and(|s| s != "RECEIVED"))
     });
-    let _ = poll.kill();
-    let _ = poll.wait();
-    let poll_lines = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    let poll_lines = poll.output();
+    drop(poll);
     assert!(done, "the poller settled every receipt: {poll_lines}");
     assert_eq!(status_of(&store, "hyg_poll_2").as_deref(), Some("FAILED"), "{poll_lines}");
     assert!(*accepted.lock().unwrap() >= 4, "{poll_lines}");

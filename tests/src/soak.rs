@@ -10,7 +10,6 @@
 //! and every process's memory was sampled across the run.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,6 +22,7 @@ use crate::http::send;
 use crate::ministack::Ministack;
 use crate::proxy::{FaultProxy, Mode};
 use crate::stub_http::WebhookStandIn;
+use crate::worker::PollerProcess;
 use crate::TempDir;
 
 mod report;
@@ -44,7 +44,7 @@ pub struct Params {
     pub phase: Duration,
     /// The longest the deliveries may take before the run stops sending.
     pub send_limit: Duration,
-    /// The longest the stream worker may take to complete every receipt afterwards.
+    /// Afterwards, the longest the stream worker may go without completing another receipt.
     pub drain_limit: Duration,
 }
 
@@ -56,8 +56,8 @@ impl Params {
             duplicates: 0.3,
             concurrency: 32,
             phase: Duration::from_millis(1_500),
-            send_limit: Duration::from_secs(120),
-            drain_limit: Duration::from_secs(120),
+            send_limit: Duration::from_secs(300),
+            drain_limit: Duration::from_secs(60),
         }
     }
 
@@ -69,8 +69,8 @@ impl Params {
             duplicates: 0.3,
             concurrency: 64,
             phase: Duration::from_secs(5),
-            send_limit: Duration::from_secs(600),
-            drain_limit: Duration::from_secs(600),
+            send_limit: Duration::from_secs(900),
+            drain_limit: Duration::from_secs(120),
         }
     }
 }
@@ -81,10 +81,10 @@ struct Fault(&'static str, Mode);
 fn store_faults() -> Vec<Fault> {
     let error = |kind: &str| format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"soak"}}"#);
     vec![
+        // A failing phase first, so even a short run meets faults.
+        Fault("store refuses connections", Mode::Refuse),
         Fault("none", Mode::PassThrough),
         Fault("store latency 300 ms", Mode::Delay(Duration::from_millis(300))),
-        Fault("none", Mode::PassThrough),
-        Fault("store refuses connections", Mode::Refuse),
         Fault("none", Mode::PassThrough),
         Fault("store answer dropped after the write", Mode::DropResponse { times: usize::MAX }),
         Fault("none", Mode::PassThrough),
@@ -96,8 +96,8 @@ fn store_faults() -> Vec<Fault> {
 
 fn sink_faults() -> Vec<Fault> {
     vec![
-        Fault("none", Mode::PassThrough),
         Fault("sink rate-limits (429)", Mode::Answer(429, r#"{"error":"rate_limited"}"#.into())),
+        Fault("none", Mode::PassThrough),
         Fault("none", Mode::PassThrough),
         Fault("sink answer dropped after the write", Mode::DropResponse { times: usize::MAX }),
         Fault("none", Mode::PassThrough),
@@ -107,8 +107,7 @@ fn sink_faults() -> Vec<Fault> {
     ]
 }
 
-/// One job for a sender: deliver this submission (`copy` > 0: a duplicate), racing another
-/// sender with the same job when `race`.
+/// One job for a sender: deliver this submission, with a second sender racing it when `race`.
 #[derive(Clone)]
 struct Job {
     id: String,
@@ -242,24 +241,13 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let sink = WebhookStandIn::start();
     let sink_proxy = FaultProxy::start(sink.server.port);
     let dir = TempDir::new("soak");
-    let mut worker: Child = Command::new(crate::stream_worker_binary())
-        .arg("poll")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
-        .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", store.endpoint())
-        .env("AWS_ACCESS_KEY_ID", &worker_key.id)
-        .env("AWS_SECRET_ACCESS_KEY", &worker_key.secret)
-        .env("RECEIPTS_TABLE", TABLE)
-        .env("LEAD_SINK", format!("{}/leads", sink_proxy.endpoint()))
-        .env("WEBHOOK_SINK_SECRET", delivery::signing_secret())
-        .env("POLL_CHECKPOINT", dir.0.join("checkpoint.json"))
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(dir.0.join("worker.out")).unwrap())
-        .stderr(std::fs::File::create(dir.0.join("worker.err")).unwrap())
-        .spawn()
-        .unwrap();
+    let worker = PollerProcess::start(
+        &store,
+        &worker_key,
+        &format!("{}/leads", sink_proxy.endpoint()),
+        &delivery::signing_secret(),
+        &dir.0,
+    );
 
     // The plan: every submission once; a share twice, half of those racing the original and
     // half sent again later (a sender's retry after the fact).
@@ -293,6 +281,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
 
     // Faults: each proxy cycles through its list, the sink's half a phase behind.
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_panic = RaiseOnDrop(Arc::clone(&stop));
     let store_fault: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("none"));
     let sink_phases: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     let scheduler = {
@@ -320,14 +309,16 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
 
     // Memory, sampled every half second until the end.
     let sampling = Arc::new(AtomicBool::new(true));
+    let sampled = Arc::new(AtomicBool::new(false));
+    let _stop_sampling_on_panic = RaiseOnDrop(Arc::clone(&sampled));
     let processes =
-        [("workerd (edge)", edge.pid()), ("ministack (store)", store.pid()), ("stream worker", worker.id())];
+        [("workerd (edge)", edge.pid()), ("ministack (store)", store.pid()), ("stream worker", worker.pid())];
     let sampler = {
-        let sampling = Arc::clone(&sampling);
+        let (sampling, sampled) = (Arc::clone(&sampling), Arc::clone(&sampled));
         std::thread::spawn(move || {
             let mut samples: Vec<Vec<f64>> = vec![Vec::new(); processes.len()];
             let roots: Vec<u32> = processes.iter().map(|(_, pid)| *pid).collect();
-            while sampling.load(Ordering::Relaxed) {
+            while sampling.load(Ordering::Relaxed) && !sampled.load(Ordering::Relaxed) {
                 for (series, mib) in samples.iter_mut().zip(resident_mib(&roots)) {
                     series.push(mib);
                 }
@@ -366,13 +357,13 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
                 });
                 match result {
                     Ok(()) => {
-                        acknowledged.lock().unwrap().insert(job.id.clone());
+                        let mut acknowledged = acknowledged.lock().unwrap();
+                        // Each thousandth new submission is told once (a copy adds none).
+                        if acknowledged.insert(job.id.clone()) && acknowledged.len().is_multiple_of(1000) {
+                            progress_tick(acknowledged.len());
+                        }
                     }
                     Err(why) => gave_up.lock().unwrap().push((job.id.clone(), why)),
-                }
-                let done = acknowledged.lock().unwrap().len();
-                if done.is_multiple_of(1000) && done > 0 {
-                    progress_tick(done);
                 }
             });
         }
@@ -382,22 +373,27 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let _ = scheduler.join();
     progress(&format!("sent in {send_seconds:.1} s; draining (faults off)"));
 
-    // Drain: every receipt completed by the stream worker.
+    // Drain: every receipt completed by the stream worker, given up only when it stops
+    // making progress for `drain_limit`.
     let drain_started = Instant::now();
+    let completed = |seen: &[(String, String)]| seen.iter().filter(|(_, status)| status == "COMPLETED").count();
     let mut seen = receipts(&store);
+    let (mut last_progress, mut best) = (Instant::now(), completed(&seen));
     let mut drain_seconds = None;
-    while drain_started.elapsed() < params.drain_limit {
-        if seen.len() >= params.submissions && seen.iter().all(|(_, status)| status == "COMPLETED") {
+    while last_progress.elapsed() < params.drain_limit {
+        if seen.len() >= params.submissions && completed(&seen) == seen.len() {
             drain_seconds = Some(drain_started.elapsed().as_secs_f64());
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
         seen = receipts(&store);
+        if completed(&seen) > best {
+            (last_progress, best) = (Instant::now(), completed(&seen));
+        }
     }
     sampling.store(false, Ordering::Relaxed);
     let memory = sampler.join().unwrap_or_default();
-    let _ = worker.kill();
-    let _ = worker.wait();
+    drop(worker);
 
     // The sink's view: one lead per submission (the receiver deduplicates by `webhook-id`),
     // the same content on every request that carried it.
@@ -444,6 +440,15 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     };
     progress(&format!("done in {:.1} s", started.elapsed().as_secs_f64()));
     report
+}
+
+/// Raises its flag when dropped: the threads that watch it stop even if the run panics.
+struct RaiseOnDrop(Arc<AtomicBool>);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 fn progress_tick(done: usize) {

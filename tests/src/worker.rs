@@ -128,3 +128,61 @@ pub fn sqlite_leads(path: &Path) -> Vec<(String, String, i64)> {
         connection.prepare("SELECT external_id, email, upsert_count FROM leads ORDER BY external_id").unwrap();
     statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).unwrap().map(Result::unwrap).collect()
 }
+
+/// The stream worker's binary in local mode (`stream-worker poll`) against a test's store,
+/// writing leads to an HTTP sink with a Standard Webhooks secret; its output goes to files in
+/// `dir`. Killed and reaped when dropped, so a failing test leaves it running no longer.
+pub struct PollerProcess {
+    child: std::process::Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl PollerProcess {
+    pub fn start(
+        store: &Ministack,
+        key: &crate::ministack::AccessKey,
+        sink_url: &str,
+        sink_secret: &str,
+        dir: &Path,
+    ) -> Self {
+        let (out, err) = (dir.join("poll.out"), dir.join("poll.err"));
+        let child = std::process::Command::new(crate::stream_worker_binary())
+            .arg("poll")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL_DYNAMODB", store.endpoint())
+            .env("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", store.endpoint())
+            .env("AWS_ACCESS_KEY_ID", &key.id)
+            .env("AWS_SECRET_ACCESS_KEY", &key.secret)
+            .env("RECEIPTS_TABLE", TABLE)
+            .env("LEAD_SINK", sink_url)
+            .env("WEBHOOK_SINK_SECRET", sink_secret)
+            .env("POLL_CHECKPOINT", dir.join("checkpoint.json"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        PollerProcess { child, out, err }
+    }
+
+    /// Its process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything it wrote so far, stdout then stderr.
+    pub fn output(&self) -> String {
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        read(&self.out) + &read(&self.err)
+    }
+}
+
+impl Drop for PollerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
