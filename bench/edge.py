@@ -59,6 +59,36 @@ def deliveries(prefix, count, size, seed):
     return out, originals
 
 
+def hostile(count):
+    """Requests an attacker (or an odd sender) might send, `count` of each kind."""
+    def headers(sid, token=TOKEN):
+        return {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                "Idempotency-Key": f"staticforms:form.submitted:{sid}"}
+
+    def envelope(sid, form_text):
+        return ('{"event":"form.submitted","timestamp":1,"data":{"submissionId":"%s","formData":%s}}'
+                % (sid, form_text)).encode()
+    limit = 256 * 1024 - 400
+    many_keys = "{" + ",".join(f'"k{i:06d}":{i}' for i in range(limit // 16)) + "}"
+    escapes = '{"m":"' + "\\u00e9\\n" * (limit // 8) + '"}'
+    # formData at level 3: 25 objects, an array, then elements 3 deep reach level 31, the limit.
+    elements = ["[1,[2,[3]]]"] * (limit // 12)
+    arrays = '{"k":' * 25 + "[" + ",".join(elements) + "]" + "}" * 25
+    too_deep = '{"k":' * 25 + "[" + ",".join(elements[:-1] + ["[1,[2,[[3]]]]"]) + "]" + "}" * 25
+    return [
+        ("POST, a 10,000-character wrong token: 401",
+         [(headers(f"hostile-token-{i}", "t" * 10_000), envelope(f"hostile-token-{i}", "{}")) for i in range(count)]),
+        ("POST, 256 KiB, one level too deep at its very end: 400",
+         [(headers(f"hostile-deep-{i}"), envelope(f"hostile-deep-{i}", too_deep)) for i in range(count)]),
+        ("POST, 256 KiB of 16,000 keys: 202",
+         [(headers(f"hostile-keys-{i}"), envelope(f"hostile-keys-{i}", many_keys)) for i in range(count)]),
+        ("POST, 256 KiB of escapes: 202",
+         [(headers(f"hostile-escapes-{i}"), envelope(f"hostile-escapes-{i}", escapes)) for i in range(count)]),
+        ("POST, 256 KiB of arrays nested to the limit: 202",
+         [(headers(f"hostile-arrays-{i}"), envelope(f"hostile-arrays-{i}", arrays)) for i in range(count)]),
+    ]
+
+
 def edge_bindings(store):
     """The Worker's configuration, as wrangler.toml and its secrets would give it."""
     return {"RECEIPTS_TABLE": TABLE, "AWS_REGION": REGION, "DYNAMODB_ENDPOINT": store.endpoint,
@@ -151,6 +181,11 @@ def run(store, count, concurrency, runs, size, time_limit):
             edge, dupes, concurrency, time_limit)
         fresh, _ = deliveries("fresh-", count, size, seed=9)
         phases["POST, all new: 202 (the full path)"] = measure(edge, fresh, concurrency, time_limit)
+        # Hostile but bounded: each must cost about what its size costs, never a quadratic path.
+        say("edge CPU: hostile inputs (CPU must stay bounded)")
+        few = 50
+        for name, requests in hostile(few):
+            phases[name] = measure(edge, requests, concurrency, time_limit)
         return {"contenders": results, "receipt_checks": checks, "edge_phases": phases,
                 "logs": {name: w.process.log_path for name, w in workers.items()}}
     finally:

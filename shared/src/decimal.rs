@@ -288,6 +288,23 @@ mod tests {
         check("1e0000000000000000000000000000000012", Some(("1e12", true)));
         check("1e-0", Some(("1", true)));
         check("99.9e999999999999999998", Some(("999e999999999999999997", false)));
+        // One form per value: the same exponent reached by either path is the same Decimal.
+        let same = |a: &str, b: &str| assert_eq!(Decimal::parse(a), Decimal::parse(b), "{a} and {b}");
+        same("10e999999999999999999", "1e1000000000000000000");
+        same("1e999999999999999999", "0.1e1000000000000000000");
+        same("-10e-999999999999999999", "-1e-999999999999999998");
+        same("1e-999999999999999999", "0.1e-999999999999999998");
+        same("1000e-1000000000000000002", "1e-999999999999999999");
+        same("1e0000000000000000000000000000000000999999999999999999", "1e999999999999999999");
+        same("100000e999999999999999999", "1e1000000000000000004");
+        assert_ne!(Decimal::parse("1e1000000000000000000"), Decimal::parse("1e999999999999999999"));
+        // Past 10^18 an exponent is out of every range; below it, it is computed with.
+        let exponent = |text: &str| Decimal::parse(text).and_then(|d| d.scientific_exponent());
+        assert_eq!(exponent("0.1e1000000000000000000"), Some(999_999_999_999_999_999));
+        assert_eq!(exponent("12e999999999999999997"), Some(999_999_999_999_999_998));
+        assert_eq!(exponent("1e1000000000000000000"), None);
+        assert_eq!(exponent("10e999999999999999999"), None);
+        assert_eq!(exponent("-1e-1000000000000000001"), None);
         // 18 digits that become 19, either way.
         check("10e999999999999999999", Some(("1e1000000000000000000", false)));
         check("0.1e-999999999999999999", Some(("1e-1000000000000000000", false)));
