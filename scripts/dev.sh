@@ -142,7 +142,7 @@ cat <<BANNER
 
     curl -i $EDGE/webhooks/staticforms \\
       -H 'Content-Type: application/json' \\
-      -H 'Authorization: Bearer $BEARER' \\
+      -H "Authorization: Bearer \$(sed -n 's/^WEBHOOK_BEARER_TOKENS=\([^,]*\).*/\\1/p' .dev.vars)" \\
       -H 'Idempotency-Key: staticforms:form.submitted:sub_hello_1' \\
       -d '{"event":"form.submitted","timestamp":1796019713,"data":{"submissionId":"sub_hello_1","formData":{"name":"Ada","email":"ada@example.com","message":"Hello"}}}'
 

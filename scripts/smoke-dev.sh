@@ -52,6 +52,8 @@ kill -0 "$dev" || { echo "smoke: the second make dev stopped the first" >&2; exi
 echo "smoke: a second make dev refused: ${second#dev: }"
 
 python3 scripts/demo.py | tee "$DEV_STATE/demo.log"
+# make dev removes stack.json when it stops; the log check below needs its credentials.
+cp "$DEV_STATE/stack.json" target/dev-smoke-stack.json
 
 # Again just before the stop: anything the stack started since is checked too.
 pids="$pids $(descendants "$dev" | tr '\n' ' ')"
@@ -70,5 +72,5 @@ echo "smoke: the stack stopped cleanly"
 
 # Nothing the stack or the scripts wrote holds a credential or the demo's personal data (the
 # store's own log is the stand-in's, not ours, and is left out).
-python3 scripts/check-log-hygiene.py --stack "$DEV_STATE/stack.json" target/dev-smoke.log \
+python3 scripts/check-log-hygiene.py --stack target/dev-smoke-stack.json target/dev-smoke.log \
   "$DEV_STATE/edge.log" "$DEV_STATE/stream-worker.log" "$DEV_STATE/build.log" "$DEV_STATE/demo.log"
