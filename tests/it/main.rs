@@ -9,6 +9,5 @@ mod lambda_mode;
 mod log_hygiene;
 mod operate;
 mod sinks;
-mod soak;
 mod stream_worker;
 mod whole_path;

@@ -1,6 +1,6 @@
 //! The soak: the whole path under load while faults run on a schedule, and the proof that
 //! nothing was lost. `make soak` runs it large (tests/benches/soak.rs); the integration suite
-//! runs it small (tests/it/soak.rs).
+//! runs it small (tests/soak_small/main.rs).
 //!
 //! Senders (threads, each a sender that retries until it gets a 2xx) deliver through the built
 //! Worker, which writes through a fault proxy to the SigV4-checking store; the stream worker's

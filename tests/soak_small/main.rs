@@ -1,5 +1,6 @@
 //! The soak, small: about two thousand deliveries through the whole path while the store and
-//! the sink fail on a schedule; nothing may be lost (`make soak` runs it at 20,000).
+//! the sink fail on a schedule; nothing may be lost (`make soak` runs it at 20,000). A test
+//! binary of its own, so its load never runs beside the integration suite's tests.
 
 #[test]
 fn a_small_soak_under_faults_loses_nothing() {
