@@ -3,10 +3,10 @@
 
 Usage: check-log-hygiene.py --stack <stack.json> [--value TEXT ...] <log files...>
 
-The values: the credentials in the stack file (`make dev`'s bearer token and AWS secret), the
-personal data `make demo` sends, and any --value. Each is looked for plain, JSON-escaped (as
-UTF-8 and as \\u escapes), URL-encoded (%20 and +), and in base64 (both alphabets, every
-alignment). tests/it/log_hygiene.rs does the same for the Worker and the stream worker.
+The values: the credentials in the stack file (`make dev`'s bearer token, AWS secret and each
+sender profile's secret), the personal data `make demo` sends, and any --value. Each is looked
+for plain, JSON-escaped (as UTF-8 and as \\u escapes), URL-encoded (%20 and +), and in base64
+(both alphabets, every alignment). tests/it/log_hygiene.rs does the same for the Worker and the stream worker.
 """
 import argparse
 import base64
@@ -15,7 +15,8 @@ import sys
 import urllib.parse
 
 # What scripts/demo.py puts into its deliveries.
-DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo"]
+DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo", "Grace Demo", "grace@example.com",
+                      "Laura Demo", "laura@example.com", "Alice Demo", "alice@example.com", "Hello through"]
 
 
 def encodings(value):
@@ -41,6 +42,7 @@ def main():
     with open(args.stack) as f:
         stack = json.load(f)
     values = {"bearer token": stack["bearer_token"], "AWS secret key": stack["secret_access_key"]}
+    values.update({f"{name} secret": p["secret"] for name, p in stack.get("profiles", {}).items()})
     values.update({f"demo data {v!r}": v for v in DEMO_PERSONAL_DATA})
     values.update({f"value {v!r}": v for v in args.value})
     leaks, lines = [], 0

@@ -3,12 +3,17 @@
 
 New deliveries, sequential retries, 20 concurrent copies of one delivery, odd but valid
 deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a wrong
-key, a wrong token, the same key with a changed body. Then it waits for the stream worker and prints what
+key, a wrong token, the same key with a changed body; then a delivery through each other sender
+profile (Standard Webhooks, Typeform, Tally), signed as the sender signs, its retry, and its
+changed copy. Then it waits for the stream worker and prints what
 happened: requests by status, receipts by status, leads, and whether leads == unique
 submissions. Standard library only; talks to 127.0.0.1 only.
 """
 import collections
+import base64
 import concurrent.futures
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -54,6 +59,49 @@ def delivery(submission_id, message="Hello from the demo", extra=None):
     }).encode()
 
 
+def profile_delivery(profile, run, answer):
+    """The body, identity and headers-to-sign of a delivery as `profile`'s sender sends it."""
+    if profile == "standard-webhooks":
+        # A Standard Webhooks retry resends the same bytes: nothing in it may change per attempt.
+        body = {"type": "contact.created", "timestamp": "2026-12-01T00:00:00Z",
+                "data": {"name": "Grace Demo", "email": "grace@example.com", "message": answer}}
+        return json.dumps(body).encode(), f"{run}_sw"
+    if profile == "typeform":
+        body = {"event_id": f"{run}_ev", "event_type": "form_response", "form_response": {
+            "form_id": f"{run}form", "token": f"{run}_tf", "submitted_at": "2026-12-01T00:00:00Z",
+            "definition": {"id": f"{run}form", "title": "Demo", "fields": [
+                {"id": "q1", "title": "What is your name?", "type": "short_text", "ref": "name"},
+                {"id": "q2", "title": "Email", "type": "email", "ref": "email"},
+                {"id": "q3", "title": "Anything else?", "type": "long_text", "ref": "note"}]},
+            "answers": [
+                {"type": "text", "text": "Laura Demo", "field": {"id": "q1", "type": "short_text"}},
+                {"type": "email", "email": "laura@example.com", "field": {"id": "q2", "type": "email"}},
+                {"type": "text", "text": answer, "field": {"id": "q3", "type": "long_text"}}]}}
+        return json.dumps(body).encode(), f"{run}form:{run}_tf"
+    body = {"eventId": f"{run}_ev", "eventType": "FORM_RESPONSE", "createdAt": "2026-12-01T00:00:00.000Z",
+            "data": {"responseId": f"{run}_ta", "submissionId": f"{run}_ta", "formId": "demo", "fields": [
+                {"key": "question_1", "label": "Name", "type": "INPUT_TEXT", "value": "Alice Demo"},
+                {"key": "question_2", "label": "Email", "type": "INPUT_EMAIL", "value": "alice@example.com"},
+                {"key": "question_3", "label": "Message", "type": "TEXTAREA", "value": answer}]}}
+    return json.dumps(body).encode(), f"{run}_ta"
+
+
+def signed_headers(profile, secret, identity, body):
+    """The headers `profile`'s sender signs `body` with (standard library HMAC-SHA256)."""
+    headers = {"Content-Type": "application/json"}
+    if profile == "standard-webhooks":
+        key = base64.b64decode(secret.removeprefix("whsec_"))
+        timestamp = str(int(time.time()))
+        mac = hmac.new(key, f"{identity}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+        headers |= {"webhook-id": identity, "webhook-timestamp": timestamp,
+                    "webhook-signature": "v1," + base64.b64encode(mac).decode()}
+    else:
+        mac = base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
+        headers["Typeform-Signature" if profile == "typeform" else "Tally-Signature"] = (
+            "sha256=" + mac if profile == "typeform" else mac)
+    return headers
+
+
 def scan_receipts(stack, prefix):
     """Every receipt of this run, with the store's root key (never signature-checked)."""
     items, start = [], None
@@ -80,7 +128,9 @@ def leads(stack, prefix):
     if not os.path.exists(stack["leads_db"]):
         return []
     with sqlite3.connect(stack["leads_db"]) as db:
-        return db.execute("SELECT external_id, upsert_count FROM leads WHERE external_id LIKE ?", (prefix + "%",)).fetchall()
+        # Static Forms' leads are keyed by the bare ID, the other profiles' by `<profile>:<id>`.
+        return db.execute("SELECT external_id, upsert_count FROM leads WHERE external_id LIKE ?",
+                          ("%" + prefix + "%",)).fetchall()
 
 
 def main():
@@ -129,6 +179,19 @@ def main():
 
     unique = set(ids) | {hot} | set(odd)
 
+    print("  through each other sender profile: a delivery, its retry, a changed copy ...")
+    through = {}
+    for profile in ("standard-webhooks", "typeform", "tally"):
+        route = stack["profiles"][profile]
+        answers = []
+        for answer in ("Hello through " + profile, "Hello through " + profile, "changed"):
+            body, identity = profile_delivery(profile, run, answer)
+            status = post(route["url"], signed_headers(profile, route["secret"], identity, body), body)
+            statuses[status] += 1
+            answers.append(status)
+        through[profile] = answers
+        unique.add(identity)
+
     def completed():
         return sum(1 for i in scan_receipts(stack, run) if i["status"]["S"] == "COMPLETED")
 
@@ -146,10 +209,14 @@ def main():
     print(f"  {'receipts by status':<28}")
     for status in ("RECEIVED", "COMPLETED", "FAILED"):
         print(f"    {status:<26}{receipts.get(status, 0):>5}")
+    print(f"  {'through each profile':<28}")
+    for profile, answers in through.items():
+        print(f"    {profile:<18}{' '.join(str(a) for a in answers):>13}")
     print(f"  {'leads':<30}{len(lead_rows):>5}")
     print(f"  {'unique submissions':<30}{len(unique):>5}")
     # Every submission: one lead, and its receipt COMPLETED (not merely stored).
     equal = len(lead_rows) == len(unique) == receipts.get("COMPLETED", 0) == sum(receipts.values())
+    equal = equal and all(answers == [202, 200, 422] for answers in through.values())
     print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
     sys.exit(0 if equal else 1)
 

@@ -100,13 +100,23 @@ if [ ! -f .dev.vars ]; then
   sed "s/^WEBHOOK_BEARER_TOKENS=.*/WEBHOOK_BEARER_TOKENS=$token/" .dev.vars.example >.dev.vars
   say "created .dev.vars with a new bearer token"
 fi
-BEARER=$(sed -n 's/^WEBHOOK_BEARER_TOKENS=\([^,]*\).*/\1/p' .dev.vars | head -1)
+# Every sender profile gets a local secret, added once (also to a .dev.vars made before profiles).
+add_secret() { # name value
+  grep -q "^$1=" .dev.vars || { printf '%s=%s\n' "$1" "$2" >>.dev.vars; say "added a local $1 to .dev.vars"; }
+}
+add_secret STANDARD_WEBHOOKS_SECRETS "whsec_$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
+add_secret TYPEFORM_SECRETS "$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+add_secret TALLY_SECRETS "$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+first_value() { sed -n "s/^$1=\([^,]*\).*/\1/p" .dev.vars | head -1; }
+BEARER=$(first_value WEBHOOK_BEARER_TOKENS)
+PROFILES=staticforms,standard-webhooks,typeform,tally
 
 say "starting the edge Worker on 127.0.0.1:$EDGE_PORT"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
   setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
   --var "DYNAMODB_ENDPOINT:$STORE" --var "AWS_REGION:$REGION" --var "RECEIPTS_TABLE:$TABLE" \
   --var "AWS_ACCESS_KEY_ID:$ACCESS_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$SECRET_ACCESS_KEY" \
+  --var "WEBHOOK_PROFILES:$PROFILES" \
   >"$STATE/edge.log" 2>&1 </dev/null &
 started $!
 EDGE=http://127.0.0.1:$EDGE_PORT
@@ -122,10 +132,14 @@ wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-work
 
 python3 - "$STATE/stack.json" <<PY
 import json, sys
+# Each profile's route and the secret (or, for Static Forms, the bearer token) its sender needs.
+secrets = {"staticforms": "$BEARER", "standard-webhooks": "$(first_value STANDARD_WEBHOOKS_SECRETS)",
+           "typeform": "$(first_value TYPEFORM_SECRETS)", "tally": "$(first_value TALLY_SECRETS)"}
 json.dump({
     "edge_url": "$EDGE", "dynamodb_endpoint": "$STORE", "region": "$REGION", "table": "$TABLE",
     "access_key_id": "$ACCESS_KEY_ID", "secret_access_key": "$SECRET_ACCESS_KEY",
     "bearer_token": "$BEARER", "leads_db": "$STATE/leads.db",
+    "profiles": {name: {"url": "$EDGE/webhooks/" + name, "secret": secret} for name, secret in secrets.items()},
     "pids": {"ministack": ${pids[0]}, "edge": ${pids[1]}, "stream_worker": ${pids[2]}},
 }, open(sys.argv[1], "w"), indent=2)
 PY
@@ -134,7 +148,7 @@ cat <<BANNER
 
   The local stack is up (details in $STATE/stack.json, logs in $STATE/*.log).
 
-    edge      $EDGE   (POST /webhooks/staticforms, GET /healthz)
+    edge      $EDGE   (POST /webhooks/{staticforms,standard-webhooks,typeform,tally}, GET /healthz)
     DynamoDB  $STORE   table "$TABLE", signatures checked
     leads     $STATE/leads.db   (sqlite3 $STATE/leads.db 'select * from leads')
 

@@ -7,7 +7,8 @@ use core::fmt;
 
 pub use shared::config::ConfigError;
 
-use shared::auth::{AuthPolicy, HeaderCredentials};
+use shared::auth::{AuthPolicy, BodySignature, HeaderCredentials};
+use shared::profile::{tally, typeform, Profile};
 use shared::receive::{Policy, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
 use shared::secret::{Credential, SigningSecret};
 
@@ -129,15 +130,56 @@ impl Config {
                 variable: "WEBHOOK_SIGNING_SECRETS",
                 expected: "comma-separated whsec_<base64> secrets",
             })?;
-        let auth = AuthPolicy {
+        let static_forms = AuthPolicy {
             bearer_tokens: credentials_of(list("WEBHOOK_BEARER_TOKENS")),
             basic_credentials: credentials_of(basic),
             header,
             signing_secrets,
+            body_signature: None,
         };
-        let policy = Policy { auth, table, retention_days, max_body_bytes: max_body_bytes as usize };
+        let mut senders = Vec::new();
+        let profiles = get("WEBHOOK_PROFILES").unwrap_or_else(|| Profile::StaticForms.name().to_owned());
+        for name in profiles.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let invalid = ConfigError {
+                variable: "WEBHOOK_PROFILES",
+                expected: "comma-separated profiles: staticforms, standard-webhooks, typeform, tally",
+            };
+            let profile = Profile::parse(name).ok_or(invalid)?;
+            if senders.iter().any(|(p, _)| *p == profile) {
+                return Err(invalid);
+            }
+            let auth = match profile {
+                Profile::StaticForms => static_forms.clone(),
+                Profile::StandardWebhooks => AuthPolicy {
+                    signing_secrets: list("STANDARD_WEBHOOKS_SECRETS")
+                        .iter()
+                        .map(|s| SigningSecret::parse(s))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|_| ConfigError {
+                            variable: "STANDARD_WEBHOOKS_SECRETS",
+                            expected: "comma-separated whsec_<base64> secrets",
+                        })?,
+                    ..AuthPolicy::default()
+                },
+                Profile::Typeform => {
+                    body_signed(typeform::SIGNATURE_HEADER, typeform::SIGNATURE_PREFIX, list("TYPEFORM_SECRETS"))
+                }
+                Profile::Tally => body_signed(tally::SIGNATURE_HEADER, "", list("TALLY_SECRETS")),
+            };
+            senders.push((profile, auth));
+        }
+        if senders.is_empty() {
+            return Err(ConfigError { variable: "WEBHOOK_PROFILES", expected: "at least one profile" });
+        }
+        let policy = Policy { senders, table, retention_days, max_body_bytes: max_body_bytes as usize };
         Ok(Config { policy, region, endpoint, credentials, store_timeout_ms })
     }
+}
+
+/// A form backend's body signature in `header`, with these secrets (each secret's text is its key).
+fn body_signed(header: &'static str, prefix: &'static str, secrets: Vec<String>) -> AuthPolicy {
+    let secrets = secrets.iter().filter_map(|s| SigningSecret::plain(s)).collect();
+    AuthPolicy { body_signature: Some(BodySignature { header, prefix, secrets }), ..AuthPolicy::default() }
 }
 
 /// `scheme://host[:port]` with an optional trailing `/`; `None` otherwise. `https` anywhere;
@@ -253,7 +295,7 @@ mod tests {
         assert_eq!(config.policy.retention_days, 30);
         assert_eq!(config.policy.max_body_bytes, 262_144);
         assert_eq!(config.store_timeout_ms, 5_000);
-        assert_eq!(config.policy.auth.bearer_tokens.len(), 2);
+        assert_eq!(config.policy.auth(Profile::StaticForms).unwrap().bearer_tokens.len(), 2);
         assert_eq!(config.credentials.session_token, None);
         assert!(!format!("{config:?}").contains("secret\""), "secrets are not printed");
     }
@@ -279,9 +321,9 @@ mod tests {
             (7, 1024, 250)
         );
         assert_eq!(config.credentials.session_token.as_deref(), Some("session"));
-        assert_eq!(config.policy.auth.basic_credentials.len(), 2);
-        assert_eq!(config.policy.auth.header.as_ref().map(|h| h.values.len()), Some(2));
-        assert_eq!(config.policy.auth.signing_secrets.len(), 1);
+        assert_eq!(config.policy.auth(Profile::StaticForms).unwrap().basic_credentials.len(), 2);
+        assert_eq!(config.policy.auth(Profile::StaticForms).unwrap().header.as_ref().map(|h| h.values.len()), Some(2));
+        assert_eq!(config.policy.auth(Profile::StaticForms).unwrap().signing_secrets.len(), 1);
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -375,6 +417,71 @@ mod tests {
         let mut vars = minimal();
         vars.remove("WEBHOOK_BEARER_TOKENS");
         let config = load(&vars).unwrap();
-        assert!(!config.policy.auth.is_configured());
+        assert!(!config.policy.auth(Profile::StaticForms).unwrap().is_configured());
+    }
+}
+
+#[cfg(test)]
+mod profile_tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// The configuration from the minimal required variables and `changes`.
+    fn load(changes: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
+        let mut vars = std::collections::HashMap::from([
+            ("RECEIPTS_TABLE", "receipts"),
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("WEBHOOK_BEARER_TOKENS", "t1"),
+        ]);
+        vars.extend(changes.iter().copied());
+        Config::load(|name| vars.get(name).map(|v| v.to_string()))
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn profiles_are_enabled_by_name_each_with_its_secrets() {
+        // Unset: Static Forms only, as before profiles existed.
+        let config = load(&[]).unwrap();
+        assert_eq!(config.policy.senders.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Profile::StaticForms]);
+        let config = load(&[
+            ("WEBHOOK_PROFILES", " tally, standard-webhooks ,typeform"),
+            ("STANDARD_WEBHOOKS_SECRETS", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw, whsec_c2Vjb25k"),
+            ("TYPEFORM_SECRETS", "tf-1"),
+            ("TALLY_SECRETS", "ta-1,ta-2"),
+        ])
+        .unwrap();
+        let enabled: Vec<Profile> = config.policy.senders.iter().map(|(p, _)| *p).collect();
+        assert_eq!(enabled, [Profile::Tally, Profile::StandardWebhooks, Profile::Typeform]);
+        assert_eq!(config.policy.auth(Profile::StaticForms), None, "not enabled");
+        let sw = config.policy.auth(Profile::StandardWebhooks).unwrap();
+        assert_eq!(sw.signing_secrets.len(), 2);
+        assert!(sw.bearer_tokens.is_empty(), "Static Forms' tokens are Static Forms' only");
+        let tf = config.policy.auth(Profile::Typeform).unwrap().body_signature.clone().unwrap();
+        assert_eq!((tf.header, tf.prefix, tf.secrets.len()), ("typeform-signature", "sha256=", 1));
+        let ta = config.policy.auth(Profile::Tally).unwrap().body_signature.clone().unwrap();
+        assert_eq!((ta.header, ta.prefix, ta.secrets.len()), ("tally-signature", "", 2));
+        // Enabled without a secret: loads, and refuses every delivery (healthz says so).
+        let bare = load(&[("WEBHOOK_PROFILES", "tally")]).unwrap();
+        assert!(!bare.policy.auth(Profile::Tally).unwrap().is_configured());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn bad_profile_lists_name_the_variable() {
+        let expected = "comma-separated profiles: staticforms, standard-webhooks, typeform, tally";
+        for bad in ["typeforms", "tally,tally", "StaticForms"] {
+            assert_eq!(
+                load(&[("WEBHOOK_PROFILES", bad)]).map(|_| ()).map_err(|e| (e.variable, e.expected)),
+                Err(("WEBHOOK_PROFILES", expected)),
+                "{bad}"
+            );
+        }
+        assert_eq!(load(&[("WEBHOOK_PROFILES", " , ")]).map(|_| ()).map_err(|e| e.variable), Err("WEBHOOK_PROFILES"));
+        assert_eq!(
+            load(&[("WEBHOOK_PROFILES", "standard-webhooks"), ("STANDARD_WEBHOOKS_SECRETS", "whsec_***")])
+                .map(|_| ())
+                .map_err(|e| e.variable),
+            Err("STANDARD_WEBHOOKS_SECRETS")
+        );
     }
 }

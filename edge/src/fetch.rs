@@ -72,22 +72,26 @@ enum Checked {
 
 /// Runs the core's checks on the request.
 async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> Checked {
-    let health = match route(request.method().as_ref(), &request.path()) {
+    let profile = match route(request.method().as_ref(), &request.path()) {
         Route::Reject(rejection) => return Checked::Respond(rejection.outcome(), None),
-        Route::Health => true,
-        Route::Webhook => false,
+        Route::Health => None,
+        Route::Webhook(profile) => Some(profile),
     };
     let loaded = isolate::load(env);
-    if health {
+    let Some(profile) = profile else {
         return Checked::Respond(
             receive::health(loaded.as_ref().map(|r| &r.config.policy).map_err(|e| e.variable)),
             None,
         );
-    }
+    };
     let ready = match loaded {
         Ok(ready) => ready,
         Err(error) => return Checked::Respond(Outcome::ConfigInvalid(error.variable), None),
     };
+    // A profile not enabled has no route: answered before its body is read.
+    if ready.config.policy.auth(profile).is_none() {
+        return Checked::Respond(Outcome::NotFound, None);
+    }
     let declared = request.headers().get("content-length").ok().flatten();
     if declared_too_large(&ready.config.policy, declared.as_deref()) {
         return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);
@@ -102,9 +106,13 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
     // Only the headers the core reads: one crossing each, not one per header the request has.
     let incoming = request.headers();
     let headers = CoreHeaders::new(
-        ready.config.policy.header_names().filter_map(|name| incoming.get(name).ok().flatten().map(|v| (name, v))),
+        ready
+            .config
+            .policy
+            .header_names(profile)
+            .filter_map(|name| incoming.get(name).ok().flatten().map(|v| (name, v))),
     );
-    let delivery = Delivery { headers: &headers, body: &body, request_id, now_millis };
+    let delivery = Delivery { profile, headers: &headers, body: &body, request_id, now_millis };
     match receive(&ready.config.policy, &delivery) {
         Step::Respond(outcome, submission_id) => Checked::Respond(outcome, submission_id),
         Step::Store(pending) => Checked::Store(Box::new((ready, pending))),

@@ -15,7 +15,8 @@ use shared::fingerprint::fingerprint;
 use shared::headers::Headers;
 use shared::json::{parse, parse_wire, Json, JsonError, MAX_DEPTH};
 use shared::key::check_key;
-use shared::lead::lead_from_receipt;
+use shared::lead::{lead_from_receipt, LeadMapping};
+use shared::profile::Profile;
 use shared::receipt::{Receipt, ReceiptStatus};
 use shared::receive::{receive, Delivery, Policy, Step, DEFAULT_RETENTION_DAYS};
 use shared::secret::{Credential, SigningSecret};
@@ -61,15 +62,19 @@ pub const SIGNING_SECRET: &str = "whsec_ZnV6ei1zaWduaW5nLWtleQ==";
 pub fn policy() -> Policy {
     let signing = SigningSecret::parse(SIGNING_SECRET).expect("the fuzz signing secret parses");
     Policy {
-        auth: AuthPolicy {
-            bearer_tokens: vec![Credential::new(BEARER.as_bytes())],
-            basic_credentials: vec![Credential::new(BASIC.as_bytes())],
-            header: Some(HeaderCredentials {
-                name: HEADER.0.into(),
-                values: vec![Credential::new(HEADER.1.as_bytes())],
-            }),
-            signing_secrets: vec![signing],
-        },
+        senders: vec![(
+            Profile::StaticForms,
+            AuthPolicy {
+                bearer_tokens: vec![Credential::new(BEARER.as_bytes())],
+                basic_credentials: vec![Credential::new(BASIC.as_bytes())],
+                header: Some(HeaderCredentials {
+                    name: HEADER.0.into(),
+                    values: vec![Credential::new(HEADER.1.as_bytes())],
+                }),
+                signing_secrets: vec![signing],
+                body_signature: None,
+            },
+        )],
         table: "receipts".into(),
         retention_days: DEFAULT_RETENTION_DAYS,
         max_body_bytes: 256 * 1024,
@@ -143,7 +148,13 @@ pub fn json(data: &[u8]) -> &'static str {
 pub fn receive_delivery(data: &[u8]) -> &'static str {
     let (headers, body) = framed(data);
     let policy = policy();
-    let delivery = Delivery { headers: &headers, body, request_id: "fuzz-req", now_millis: NOW_MILLIS };
+    let delivery = Delivery {
+        profile: Profile::StaticForms,
+        headers: &headers,
+        body,
+        request_id: "fuzz-req",
+        now_millis: NOW_MILLIS,
+    };
     let pending = match receive(&policy, &delivery) {
         Step::Respond(outcome, _) => {
             let status = outcome.response().status;
@@ -162,9 +173,13 @@ pub fn receive_delivery(data: &[u8]) -> &'static str {
     }
     let accepted = Receipt::new(&envelope, key, "fuzz-req", NOW_MILLIS, DEFAULT_RETENTION_DAYS);
     let wire = item_to_wire(&item).to_text();
-    match decide("INSERT", &NewImage::from_wire(wire.as_bytes(), || (None, None, None))) {
+    match decide("INSERT", &NewImage::from_wire(wire.as_bytes(), || (None, None, None)), &LeadMapping::default()) {
         RecordAction::Apply { lead, .. } => {
-            assert_eq!(Ok(*lead), lead_from_receipt(&accepted), "the stream worker reads the lead accepted")
+            assert_eq!(
+                Ok(*lead),
+                lead_from_receipt(&accepted, &LeadMapping::default()),
+                "the stream worker reads the lead accepted"
+            )
         }
         other => panic!("the stream worker would {other:?} an accepted delivery"),
     }
@@ -191,7 +206,8 @@ pub fn auth(data: &[u8]) -> &'static str {
     let (headers, body) = framed(data);
     let policy = policy();
     let now_secs = i64::try_from(NOW_MILLIS / 1000).unwrap_or(i64::MAX);
-    let result = policy.auth.authenticate(&headers, body, now_secs);
+    let result =
+        policy.auth(Profile::StaticForms).expect("Static Forms is enabled").authenticate(&headers, body, now_secs);
     let genuine = oracle::valid_methods(&headers, body, NOW_MILLIS);
     match result {
         Ok(method) => {
@@ -201,6 +217,7 @@ pub fn auth(data: &[u8]) -> &'static str {
                 AuthMethod::Basic => "basic",
                 AuthMethod::Header => "header",
                 AuthMethod::Signature => "signature",
+                AuthMethod::BodySignature => unreachable!("no body signature is configured"),
             }
         }
         Err(error) => {
@@ -223,7 +240,7 @@ pub fn dynamo_json(data: &[u8]) -> &'static str {
     let _ = ExistingReceipt::from_item(&item);
     let Ok(receipt) = Receipt::from_item(&item) else { return "item" };
     assert_eq!(Receipt::from_item(&receipt.to_item()), Ok(receipt.clone()), "a receipt reads back");
-    let _ = lead_from_receipt(&receipt);
+    let _ = lead_from_receipt(&receipt, &LeadMapping::default());
     "receipt"
 }
 
@@ -277,7 +294,13 @@ pub fn store_answer(data: &[u8]) -> &'static str {
         ("Idempotency-Key", "staticforms:form.submitted:fuzz-1".to_string()),
     ]);
     let body = br#"{"event":"form.submitted","timestamp":1,"data":{"submissionId":"fuzz-1","formData":{"email":"a@example.com"}}}"#;
-    let delivery = Delivery { headers: &headers, body, request_id: "fuzz-req", now_millis: NOW_MILLIS };
+    let delivery = Delivery {
+        profile: Profile::StaticForms,
+        headers: &headers,
+        body,
+        request_id: "fuzz-req",
+        now_millis: NOW_MILLIS,
+    };
     let Step::Store(pending) = receive(&policy(), &delivery) else { panic!("the fixed delivery is accepted") };
     let answered = pending.finish(outcome.clone());
     if (200..300).contains(&answered.response().status) {
@@ -302,7 +325,11 @@ pub fn store_answer(data: &[u8]) -> &'static str {
 /// and it is the lead that receipt maps to; a removal is never applied.
 pub fn stream_record(data: &[u8]) -> &'static str {
     let Some((selector, image)) = data.split_first() else {
-        assert_eq!(decide("INSERT", &NewImage::Absent), RecordAction::MissingImage, "no image is never skipped");
+        assert_eq!(
+            decide("INSERT", &NewImage::Absent, &LeadMapping::default()),
+            RecordAction::MissingImage,
+            "no image is never skipped"
+        );
         return "missing_image";
     };
     let event = ["INSERT", "MODIFY", "REMOVE", "OTHER"][usize::from(*selector % 4)];
@@ -319,7 +346,7 @@ pub fn stream_record(data: &[u8]) -> &'static str {
     };
     let image = NewImage::from_wire(image, fallback);
     let _ = image.submission_id();
-    match decide(event, &image) {
+    match decide(event, &image, &LeadMapping::default()) {
         RecordAction::Apply { receipt, lead } => {
             assert!(matches!(event, "INSERT" | "MODIFY"), "applied a {event}");
             let NewImage::Item(item) = &image else { panic!("applied an unreadable image") };
@@ -327,7 +354,7 @@ pub fn stream_record(data: &[u8]) -> &'static str {
             assert_eq!(item.get("pk").and_then(AttributeValue::as_s), Some(receipt.key.as_str()));
             let stored = Receipt::from_item(item).expect("an applied image is a receipt");
             assert_eq!(*receipt, stored, "the receipt applied is the image's");
-            assert_eq!(Ok(*lead), lead_from_receipt(&stored), "the lead is the receipt's");
+            assert_eq!(Ok(*lead), lead_from_receipt(&stored, &LeadMapping::default()), "the lead is the receipt's");
             "apply"
         }
         RecordAction::Poison { key, .. } => {

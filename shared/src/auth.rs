@@ -29,6 +29,21 @@ pub struct AuthPolicy {
     pub header: Option<HeaderCredentials>,
     /// Standard Webhooks signatures made with any of these secrets.
     pub signing_secrets: Vec<SigningSecret>,
+    /// A signature of the raw body alone, as form backends send it (Typeform, Tally).
+    pub body_signature: Option<BodySignature>,
+}
+
+/// A signature over the raw body alone: `<header>: <prefix><base64 of HMAC-SHA256(secret, body)>`.
+/// It carries no timestamp, so a captured delivery can be replayed; the receipt's key makes a
+/// replay a duplicate, never a second lead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodySignature {
+    /// The header that carries it.
+    pub header: &'static str,
+    /// What precedes the base64 signature (`sha256=` for Typeform, nothing for Tally).
+    pub prefix: &'static str,
+    /// The accepted secrets (several, to rotate).
+    pub secrets: Vec<SigningSecret>,
 }
 
 /// A custom authentication header: its name and accepted values.
@@ -51,6 +66,8 @@ pub enum AuthMethod {
     Header,
     /// A Standard Webhooks signature.
     Signature,
+    /// A signature of the body alone.
+    BodySignature,
 }
 
 /// Why a request was not authenticated.
@@ -71,7 +88,7 @@ pub enum AuthError {
     MalformedSignatureHeaders,
     /// The signature timestamp is more than five minutes from now.
     SignatureTimestampOutOfRange,
-    /// No `v1` signature matches any accepted secret.
+    /// No `v1` signature matches any accepted secret, or the body signature does not.
     BadSignature,
 }
 
@@ -98,6 +115,7 @@ impl AuthPolicy {
             || !self.basic_credentials.is_empty()
             || self.header.as_ref().is_some_and(|h| !h.values.is_empty())
             || !self.signing_secrets.is_empty()
+            || self.body_signature.as_ref().is_some_and(|b| !b.secrets.is_empty())
     }
 
     /// The `WWW-Authenticate` value of a 401 (RFC 9110, section 11.6.1): one challenge per
@@ -119,6 +137,9 @@ impl AuthPolicy {
         if !self.signing_secrets.is_empty() {
             challenges.push("Webhook-Signature realm=\"webhooks\"");
         }
+        if self.body_signature.as_ref().is_some_and(|b| !b.secrets.is_empty()) {
+            challenges.push("Body-Signature realm=\"webhooks\"");
+        }
         challenges.join(", ")
     }
 
@@ -126,7 +147,7 @@ impl AuthPolicy {
     ///
     /// Every configured method looks at the request; the first that accepts wins. When none
     /// does, the error is that of the first method (in the order signature, bearer, basic,
-    /// header) for which the request presented a credential, else `MissingCredentials`.
+    /// header, body signature) for which the request presented a credential, else `MissingCredentials`.
     pub fn authenticate(&self, headers: &Headers, body: &[u8], now_unix_secs: i64) -> Result<AuthMethod, AuthError> {
         if !self.is_configured() {
             return Err(AuthError::NotConfigured);
@@ -136,6 +157,7 @@ impl AuthPolicy {
             (AuthMethod::Bearer, self.check_bearer(headers)),
             (AuthMethod::Basic, self.check_basic(headers)),
             (AuthMethod::Header, self.check_header(headers)),
+            (AuthMethod::BodySignature, self.check_body_signature(headers, body)),
         ];
         let mut first_error = None;
         for (method, check) in checks {
@@ -178,6 +200,23 @@ impl AuthPolicy {
             None => Check::Absent,
             Some(value) if matches_any(value.as_bytes(), &config.values) => Check::Accepted,
             Some(_) => Check::Refused(AuthError::BadHeaderValue),
+        }
+    }
+
+    fn check_body_signature(&self, headers: &Headers, body: &[u8]) -> Check {
+        let Some(config) = self.body_signature.as_ref().filter(|b| !b.secrets.is_empty()) else {
+            return Check::Absent;
+        };
+        let Some(value) = headers.get(config.header) else { return Check::Absent };
+        let presented = value.trim_matches([' ', '\t']).strip_prefix(config.prefix).and_then(|s| BASE64.decode(s).ok());
+        let Some(presented) = presented else { return Check::Refused(AuthError::BadSignature) };
+        let accepted = config.secrets.iter().fold(subtle::Choice::from(0), |found, secret| {
+            found | sign_body(secret, body).as_slice().ct_eq(&presented)
+        });
+        if bool::from(accepted) {
+            Check::Accepted
+        } else {
+            Check::Refused(AuthError::BadSignature)
         }
     }
 
@@ -251,6 +290,22 @@ fn sign(secret: &SigningSecret, id: &str, timestamp: &str, body: &[u8]) -> [u8; 
     mac.update(b".");
     mac.update(body);
     mac.finalize().into_bytes().into()
+}
+
+/// The raw HMAC-SHA256 of `body` under `secret`.
+fn sign_body(secret: &SigningSecret, body: &[u8]) -> [u8; 32] {
+    // HMAC takes keys of any length, so this cannot fail.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return [0; 32] };
+    mac.update(body);
+    mac.finalize().into_bytes().into()
+}
+
+/// The value of a body signature header (`prefix` and the base64 HMAC-SHA256 of `body`) a
+/// sender would send: for tests and tools.
+pub fn body_signature_header(secret: &SigningSecret, prefix: &str, body: &[u8]) -> String {
+    let mut header = String::from(prefix);
+    BASE64.encode_string(sign_body(secret, body), &mut header);
+    header
 }
 
 /// The `webhook-signature` header value (`v1,<base64>`) a sender would send: for tests and tools.

@@ -177,8 +177,14 @@ impl Outcome {
                 (400, "invalid_json", "the body is not valid JSON", X::Reason(json_reason(*e)))
             }
             Outcome::InvalidEnvelope(e) => {
-                (400, "invalid_envelope", "the body is not a valid form.submitted delivery", X::Reason(e.reason()))
+                (400, "invalid_envelope", "the body is not a valid delivery for this endpoint", X::Reason(e.reason()))
             }
+            Outcome::InvalidKey(KeyError::Invalid) => (
+                400,
+                "invalid_idempotency_key",
+                "webhook-id must be 1 to 1024 bytes without control characters",
+                X::Reason(KeyError::Invalid.reason()),
+            ),
             Outcome::InvalidKey(e) => (
                 400,
                 "invalid_idempotency_key",

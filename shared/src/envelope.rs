@@ -2,7 +2,9 @@
 
 use alloc::string::String;
 
+use crate::fingerprint::fingerprint;
 use crate::json::{self, Json, JsonError};
+use crate::profile::Profile;
 
 /// The only event this receiver accepts.
 pub const FORM_SUBMITTED: &str = "form.submitted";
@@ -10,13 +12,20 @@ pub const FORM_SUBMITTED: &str = "form.submitted";
 /// 27-byte prefix, and DynamoDB's partition keys hold at most 2,048 bytes.
 pub const MAX_SUBMISSION_ID_LEN: usize = 1024;
 
-/// A body that passed every envelope check.
+/// A body that passed every envelope check of its sender's profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
-    /// `data.submissionId`: the identity of the delivery.
+    /// The sender's profile.
+    pub profile: Profile,
+    /// The identity of the delivery: `data.submissionId` for Static Forms (each profile
+    /// documents its own), unique within the profile.
     pub submission_id: String,
+    /// The event it reports (`form.submitted` for Static Forms).
+    pub event: String,
     /// The whole body, as parsed.
     pub body: Json,
+    /// The fingerprint of the content a retry must repeat ([`crate::fingerprint`]).
+    pub fingerprint: String,
 }
 
 /// Why a body is not a valid delivery envelope.
@@ -38,6 +47,9 @@ pub enum EnvelopeError {
     InvalidSubmissionId,
     /// `data.formData` is present but not an object.
     FormDataNotObject,
+    /// The answers or fields a form backend sends (Typeform's `form_response.answers`, Tally's
+    /// `data.fields`) are present but not an array.
+    AnswersNotArray,
 }
 
 impl EnvelopeError {
@@ -52,6 +64,7 @@ impl EnvelopeError {
             EnvelopeError::MissingSubmissionId => "missing_submission_id",
             EnvelopeError::InvalidSubmissionId => "invalid_submission_id",
             EnvelopeError::FormDataNotObject => "form_data_not_object",
+            EnvelopeError::AnswersNotArray => "answers_not_array",
         }
     }
 }
@@ -76,7 +89,14 @@ pub fn parse_envelope(body: &[u8]) -> Result<Envelope, EnvelopeError> {
         return Err(EnvelopeError::FormDataNotObject);
     }
     let submission_id = String::from(id);
-    Ok(Envelope { submission_id, body })
+    let fingerprint = fingerprint(data.get("formData"));
+    Ok(Envelope {
+        profile: Profile::StaticForms,
+        submission_id,
+        event: String::from(FORM_SUBMITTED),
+        body,
+        fingerprint,
+    })
 }
 
 /// Non-empty, at most 1,024 bytes of UTF-8, and no control character (`Cc`: U+0000..U+001F,

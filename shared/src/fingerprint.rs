@@ -31,15 +31,28 @@ pub fn fingerprint(form_data: Option<&Json>) -> String {
     out
 }
 
-/// Whether a stored fingerprint and a fresh one (from [`fingerprint`]) describe the same form
-/// content: `None` when the stored one is of a version this crate cannot compute. Receipts
-/// stored before versions existed hold the bare hex of what is now `v1`.
+/// The version of a fingerprint of raw bytes: SHA-256 of the body exactly as sent. Profiles
+/// whose senders resend the same bytes (Standard Webhooks: "the same payload") use it.
+pub const RAW_VERSION: &str = "raw";
+
+/// `raw:` and the lowercase hex SHA-256 of `bytes`.
+pub fn fingerprint_raw(bytes: &[u8]) -> String {
+    let mut out = String::from(RAW_VERSION);
+    out.push(':');
+    out.push_str(&hex::encode(&Sha256::digest(bytes)));
+    out
+}
+
+/// Whether a stored fingerprint and a fresh one (from [`fingerprint`] or [`fingerprint_raw`])
+/// describe the same content: `None` when the stored one is of another version than the fresh
+/// one, or of a version this crate cannot compute. Receipts stored before versions existed
+/// hold the bare hex of what is now `v1`.
 pub fn same_content(stored: &str, fresh: &str) -> Option<bool> {
-    let fresh = fresh.strip_prefix("v1:")?;
+    let (version, fresh) = fresh.split_once(':').filter(|(v, _)| [VERSION, RAW_VERSION].contains(v))?;
     let stored = match stored.split_once(':') {
-        Some(("v1", hex)) => hex,
+        Some((v, hex)) if v == version => hex,
         Some(_) => return None,
-        None if stored.len() == 64 && stored.bytes().all(|b| b.is_ascii_hexdigit()) => stored,
+        None if version == VERSION && stored.len() == 64 && stored.bytes().all(|b| b.is_ascii_hexdigit()) => stored,
         None => return None,
     };
     Some(stored.eq_ignore_ascii_case(fresh))
@@ -79,6 +92,16 @@ mod tests {
         assert_eq!(same_content("old", fresh), None);
         assert_eq!(same_content("", fresh), None);
         assert_eq!(same_content(fresh, &fresh[3..]), None, "the fresh one always has a version");
+        // Raw fingerprints compare only with raw ones, and never as bare hex.
+        let raw = fingerprint_raw(b"{}");
+        // printf '{}' | sha256sum
+        assert_eq!(raw, "raw:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+        assert_eq!(same_content(&raw, &raw), Some(true));
+        assert_eq!(same_content(&fingerprint_raw(b"{ }"), &raw), Some(false));
+        assert_eq!(same_content(&raw[4..], &raw), None);
+        assert_eq!(same_content(fresh, &raw), None);
+        assert_eq!(same_content(&raw, fresh), None);
+        assert_eq!(same_content(&raw, "v2:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"), None);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -97,6 +97,31 @@ impl Json {
         }
     }
 
+    /// The value a JSON Pointer (RFC 6901) names: `""` is the whole value, `/a/0/b~1c` is
+    /// member `a`, its element `0`, then member `b/c` (`~1` is `/`, `~0` is `~`). `None` when
+    /// the pointer is malformed or names nothing.
+    pub fn pointer(&self, pointer: &str) -> Option<&Json> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let mut current = self;
+        for token in pointer.strip_prefix('/')?.split('/') {
+            let key;
+            let token = if token.contains('~') {
+                key = unescape_pointer_token(token)?;
+                key.as_str()
+            } else {
+                token
+            };
+            current = match current {
+                Json::Object(map) => map.get(token)?,
+                Json::Array(items) => items.get(array_index(token)?)?,
+                _ => return None,
+            };
+        }
+        Some(current)
+    }
+
     /// The text of a string value.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -124,6 +149,32 @@ impl Json {
         write_value(self, &mut out, true);
         out
     }
+}
+
+/// A pointer token with `~1` and `~0` read as `/` and `~`; `None` for any other `~` sequence.
+fn unescape_pointer_token(token: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '~' => match chars.next()? {
+                '0' => out.push('~'),
+                '1' => out.push('/'),
+                _ => return None,
+            },
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// An array index token: `0`, or digits without a leading zero (RFC 6901, section 4).
+fn array_index(token: &str) -> Option<usize> {
+    let canonical = token == "0" || (!token.is_empty() && !token.starts_with('0'));
+    if !canonical || !token.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 /// Parses one JSON document from raw bytes, refusing nesting past [`MAX_DEPTH`] and duplicate keys.
@@ -481,6 +532,31 @@ mod tests {
         check("[true,false,{}]", Ok("[true,false,{}]"));
         check("\"\u{1}\"", Err(JsonError::Syntax { offset: 1 }));
         check("\"\\u0001\"", Ok("\"\\u0001\""));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn pointers_name_values_as_rfc_6901_says() {
+        // The examples of RFC 6901, section 5.
+        let doc =
+            parse(br#"{"foo":["bar","baz"],"":0,"a/b":1,"c%d":2,"e^f":3,"g|h":4,"i\\j":5,"k\"l":6," ":7,"m~n":8}"#)
+                .unwrap();
+        let at = |p: &str| doc.pointer(p).map(Json::to_text);
+        assert_eq!(at(""), Some(doc.to_text()));
+        assert_eq!(at("/foo").as_deref(), Some(r#"["bar","baz"]"#));
+        assert_eq!(at("/foo/0").as_deref(), Some(r#""bar""#));
+        assert_eq!(at("/foo/1").as_deref(), Some(r#""baz""#));
+        for (pointer, value) in
+            [("/", "0"), ("/a~1b", "1"), ("/c%d", "2"), ("/e^f", "3"), ("/g|h", "4"), ("/i\\j", "5")]
+        {
+            assert_eq!(at(pointer).as_deref(), Some(value), "{pointer}");
+        }
+        assert_eq!(at("/k\"l").as_deref(), Some("6"));
+        assert_eq!(at("/ ").as_deref(), Some("7"));
+        assert_eq!(at("/m~0n").as_deref(), Some("8"));
+        // Names nothing, or is not a pointer.
+        for pointer in ["foo", "/foo/2", "/foo/01", "/foo/-", "/foo/+1", "/foo/0/x", "/m~2n", "/m~", "/nope", "/a/b"] {
+            assert_eq!(at(pointer), None, "{pointer}");
+        }
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -15,6 +15,9 @@ pub enum KeyError {
     Missing,
     /// The header differs from the key the envelope implies.
     Mismatch,
+    /// The identity header (Standard Webhooks' `webhook-id`) is empty, longer than 1,024
+    /// bytes, or holds a control character.
+    Invalid,
 }
 
 impl KeyError {
@@ -23,6 +26,7 @@ impl KeyError {
         match self {
             KeyError::Missing => "missing_idempotency_key",
             KeyError::Mismatch => "idempotency_key_mismatch",
+            KeyError::Invalid => "invalid_idempotency_key",
         }
     }
 }

@@ -4,6 +4,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 
 use crate::json::Json;
+use crate::profile::standard_webhooks::LeadPointers;
+use crate::profile::Profile;
 use crate::receipt::Receipt;
 
 /// Form fields that become the lead's own columns; every other field goes to `extra`.
@@ -31,6 +33,8 @@ pub enum LeadError {
     SubmissionIdMismatch,
     /// `data.formData` is present but not an object.
     FormDataNotObject,
+    /// A form backend's answers or fields are present but not an array.
+    AnswersNotArray,
 }
 
 impl LeadError {
@@ -39,6 +43,7 @@ impl LeadError {
         match self {
             LeadError::SubmissionIdMismatch => "submission_id_mismatch",
             LeadError::FormDataNotObject => "form_data_not_object",
+            LeadError::AnswersNotArray => "answers_not_array",
         }
     }
 }
@@ -56,8 +61,29 @@ impl Lead {
     }
 }
 
-/// Maps a receipt to its lead.
-pub fn lead_from_receipt(receipt: &Receipt) -> Result<Lead, LeadError> {
+/// How receipts become leads where that is configuration: the Standard Webhooks profile's
+/// JSON pointers. The other profiles' mappings are fixed by their senders' payloads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeadMapping {
+    /// Where a `standard-webhooks` payload keeps the lead's fields.
+    pub standard_webhooks: LeadPointers,
+}
+
+/// Maps a receipt to its lead, by its profile. The lead's `external_id` is the submission ID
+/// for Static Forms (as it always was) and the receipt's key (`<profile>:<id>`) for every other
+/// profile, so the same raw ID from two senders is two leads.
+pub fn lead_from_receipt(receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError> {
+    match receipt.profile {
+        Profile::StaticForms => static_forms_lead(receipt),
+        Profile::StandardWebhooks => Ok(crate::profile::standard_webhooks::lead(receipt, &mapping.standard_webhooks)),
+        Profile::Typeform => crate::profile::typeform::lead(receipt),
+        Profile::Tally => crate::profile::tally::lead(receipt),
+    }
+}
+
+/// The lead of a Static Forms receipt: `formData`'s `name`, `email` and `message`, the rest as
+/// `extra`.
+fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
     let payload_id = receipt.payload.get("data").and_then(|d| d.get("submissionId")).and_then(Json::as_str);
     if payload_id != Some(receipt.submission_id.as_str()) {
         return Err(LeadError::SubmissionIdMismatch);
@@ -78,7 +104,7 @@ pub fn lead_from_receipt(receipt: &Receipt) -> Result<Lead, LeadError> {
 }
 
 /// A field's value as text: strings as they are, `null` as empty, anything else as JSON.
-fn as_text(value: Json) -> String {
+pub(crate) fn as_text(value: Json) -> String {
     match value {
         Json::String(s) => s,
         Json::Null => String::new(),
@@ -98,8 +124,12 @@ mod tests {
         Receipt::new(&envelope, "k".into(), "r", 0, 1)
     }
 
+    fn lead_from_receipt_default(receipt: &Receipt) -> Result<Lead, LeadError> {
+        lead_from_receipt(receipt, &LeadMapping::default())
+    }
+
     fn check(body: &str, expected: Result<(&str, &str, &str, &str), LeadError>) {
-        let got = lead_from_receipt(&receipt(body));
+        let got = lead_from_receipt_default(&receipt(body));
         let got = got.as_ref().map(|l| (l.name.as_str(), l.email.as_str(), l.message.as_str(), l.extra.clone()));
         let expected = expected.map(|(n, e, m, extra)| {
             (
@@ -127,7 +157,7 @@ mod tests {
             Ok(("7", "", "[\"a\"]", r#"{"x":1e400}"#)),
         );
         assert_eq!(
-            lead_from_receipt(&receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#))
+            lead_from_receipt_default(&receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#))
                 .map(|l| l.external_id),
             Ok("s".into())
         );
@@ -135,7 +165,7 @@ mod tests {
 
     #[wasm_bindgen_test(unsupported = test)]
     fn lead_json() {
-        let lead = lead_from_receipt(&receipt(include_str!("../tests/fixtures/delivery.json"))).unwrap();
+        let lead = lead_from_receipt_default(&receipt(include_str!("../tests/fixtures/delivery.json"))).unwrap();
         assert_eq!(
             lead.to_json().to_text(),
             r#"{"email":"ada@example.com","externalId":"sub_8fK2qLw9Xc","extra":{"company":"Analytical Engines"},"message":"Hello","name":"Ada Lovelace"}"#
@@ -146,9 +176,9 @@ mod tests {
     fn unmappable_receipts_say_why() {
         let mut r = receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#);
         r.submission_id = "other".into();
-        assert_eq!(lead_from_receipt(&r), Err(LeadError::SubmissionIdMismatch));
+        assert_eq!(lead_from_receipt_default(&r), Err(LeadError::SubmissionIdMismatch));
         let mut r = receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#);
         r.payload = parse(br#"{"data":{"submissionId":"s","formData":[1]}}"#).unwrap();
-        assert_eq!(lead_from_receipt(&r), Err(LeadError::FormDataNotObject));
+        assert_eq!(lead_from_receipt_default(&r), Err(LeadError::FormDataNotObject));
     }
 }

@@ -35,6 +35,7 @@ pub mod key;
 pub mod lead;
 pub mod log;
 pub mod metrics;
+pub mod profile;
 pub mod put_item;
 pub mod receipt;
 pub mod receive;

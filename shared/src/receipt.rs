@@ -3,9 +3,9 @@
 use alloc::string::String;
 
 use crate::dynamo::{to_json, AttributeValue, Item};
-use crate::envelope::{Envelope, FORM_SUBMITTED};
-use crate::fingerprint::fingerprint;
+use crate::envelope::Envelope;
 use crate::json::{self, Json};
+use crate::profile::Profile;
 use crate::time::iso8601_millis;
 use sha2::{Digest, Sha256};
 
@@ -41,11 +41,13 @@ impl ReceiptStatus {
 /// One receipt. Attribute names in DynamoDB are given on each field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Receipt {
-    /// `pk`: the idempotency key, the table's partition key.
+    /// `pk`: the idempotency key, the table's partition key ([`Profile::key`]).
     pub key: String,
-    /// `event`: always `form.submitted` today.
+    /// `profile`: the sender's profile (receipts stored before profiles have none: `staticforms`).
+    pub profile: Profile,
+    /// `event`: the event the delivery reports (`form.submitted` for Static Forms).
     pub event: String,
-    /// `submissionId`.
+    /// `submissionId`: the delivery's identity within its profile.
     pub submission_id: String,
     /// `payload`: the body with `data.apiKey` redacted, stored as compact JSON text in a string
     /// attribute (receipts stored before that hold it as a map, and still read).
@@ -118,9 +120,9 @@ impl Receipt {
     /// `retention_days`.
     pub fn new(envelope: &Envelope, key: String, request_id: &str, now_millis: u64, retention_days: u32) -> Receipt {
         let mut payload = envelope.body.clone();
-        // The form's API key is the sender's credential: it is not needed downstream, and a
-        // receipts table is no place to keep it.
-        if let Json::Object(body) = &mut payload {
+        // Static Forms' form API key is the sender's credential: it is not needed downstream,
+        // and a receipts table is no place to keep it.
+        if let (Profile::StaticForms, Json::Object(body)) = (envelope.profile, &mut payload) {
             if let Some(Json::Object(data)) = body.get_mut("data") {
                 if let Some(api_key) = data.get_mut("apiKey") {
                     *api_key = Json::string(REDACTED);
@@ -130,9 +132,10 @@ impl Receipt {
         let now_secs = i64::try_from(now_millis / 1000).unwrap_or(i64::MAX);
         Receipt {
             key,
-            event: String::from(FORM_SUBMITTED),
+            profile: envelope.profile,
+            event: envelope.event.clone(),
             submission_id: envelope.submission_id.clone(),
-            fingerprint: fingerprint(envelope.form_data()),
+            fingerprint: envelope.fingerprint.clone(),
             payload,
             status: ReceiptStatus::Received,
             received_at: iso8601_millis(now_millis),
@@ -154,6 +157,7 @@ impl Receipt {
         let s = |v: &str| AttributeValue::S(String::from(v));
         let mut item = Item::new();
         item.insert("pk".into(), s(&self.key));
+        item.insert("profile".into(), s(self.profile.name()));
         item.insert("event".into(), s(&self.event));
         item.insert("submissionId".into(), s(&self.submission_id));
         item.insert("payload".into(), AttributeValue::S(self.payload.to_text()));
@@ -191,8 +195,13 @@ impl Receipt {
             map @ AttributeValue::M(_) => to_json(map),
             _ => return Err(ReceiptError::Invalid("payload")),
         };
+        let profile = match optional("profile")? {
+            None => Profile::StaticForms,
+            Some(name) => Profile::parse(&name).ok_or(ReceiptError::Invalid("profile"))?,
+        };
         Ok(Receipt {
             key: s("pk")?,
+            profile,
             event: s("event")?,
             submission_id: s("submissionId")?,
             payload,

@@ -5,19 +5,20 @@
 //! [`PendingPut::finish`], which decides the outcome. No step reads a clock or the network.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use crate::auth::{AuthError, AuthPolicy};
 use crate::decision::{HealthProblem, Outcome, ReceiptSummary, TooLarge};
 use crate::dynamo::item_size;
-use crate::envelope::parse_envelope;
 use crate::fingerprint::same_content;
 use crate::headers::Headers;
 use crate::key::check_key;
+use crate::profile::{Profile, Refusal};
 use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
 use crate::store::{PutOutcome, RetryableStoreError, StoreError};
 
-/// The webhook endpoint.
+/// The Static Forms endpoint (each profile's is [`Profile::path`]).
 pub const WEBHOOK_PATH: &str = "/webhooks/staticforms";
 /// The health endpoint.
 pub const HEALTH_PATH: &str = "/healthz";
@@ -33,8 +34,9 @@ pub const MAX_RECEIPT_ITEM_BYTES: usize = 400_000;
 /// Everything the decision path needs to know about the receiver's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
-    /// Who may send.
-    pub auth: AuthPolicy,
+    /// The enabled sender profiles, each with who may send to it. A profile not listed answers
+    /// 404 on its route.
+    pub senders: Vec<(Profile, AuthPolicy)>,
     /// The receipts table.
     pub table: String,
     /// Days a receipt is kept before its TTL expires.
@@ -46,8 +48,8 @@ pub struct Policy {
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
-    /// `POST /webhooks/staticforms`.
-    Webhook,
+    /// `POST /webhooks/<profile>` (enabled or not: [`receive`] answers 404 for a disabled one).
+    Webhook(Profile),
     /// `GET /healthz` (or `HEAD`).
     Health,
     /// Any other request; answer with this outcome.
@@ -75,9 +77,13 @@ impl RouteRejection {
 
 /// Routes a request by method and path.
 pub fn route(method: &str, path: &str) -> Route {
+    if let Some(profile) = Profile::of_path(path) {
+        return match method {
+            "POST" => Route::Webhook(profile),
+            _ => Route::Reject(RouteRejection::MethodNotAllowed("POST")),
+        };
+    }
     match (path, method) {
-        (WEBHOOK_PATH, "POST") => Route::Webhook,
-        (WEBHOOK_PATH, _) => Route::Reject(RouteRejection::MethodNotAllowed("POST")),
         (HEALTH_PATH, "GET" | "HEAD") => Route::Health,
         (HEALTH_PATH, _) => Route::Reject(RouteRejection::MethodNotAllowed("GET, HEAD")),
         _ => Route::Reject(RouteRejection::NotFound),
@@ -85,13 +91,15 @@ pub fn route(method: &str, path: &str) -> Route {
 }
 
 /// The answer to `GET /healthz`, from whether the configuration loaded (`Err` names the
-/// variable at fault): healthy means a delivery would be taken, so the configuration must load
-/// and name a sender authentication method. The store is not asked (its answer is for
-/// deliveries).
+/// variable at fault): healthy means a delivery would be taken on every enabled route, so the
+/// configuration must load, enable a profile, and give each enabled profile a sender
+/// authentication method. The store is not asked (its answer is for deliveries).
 pub fn health(config: Result<&Policy, &'static str>) -> Outcome {
     match config {
         Err(variable) => Outcome::Unhealthy(HealthProblem::ConfigInvalid(variable)),
-        Ok(policy) if !policy.auth.is_configured() => Outcome::Unhealthy(HealthProblem::AuthNotConfigured),
+        Ok(policy) if policy.senders.is_empty() || policy.senders.iter().any(|(_, auth)| !auth.is_configured()) => {
+            Outcome::Unhealthy(HealthProblem::AuthNotConfigured)
+        }
         Ok(_) => Outcome::Health,
     }
 }
@@ -99,6 +107,8 @@ pub fn health(config: Result<&Policy, &'static str>) -> Outcome {
 /// One webhook delivery as the shell received it.
 #[derive(Clone, Copy, Debug)]
 pub struct Delivery<'a> {
+    /// The profile whose route it was posted to.
+    pub profile: Profile,
     /// The request headers.
     pub headers: &'a Headers,
     /// The raw body.
@@ -142,17 +152,33 @@ pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool
     content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n > policy.max_body_bytes)
 }
 
-/// The request headers [`receive`] reads, besides the policy's custom authentication header
-/// ([`Policy::header_names`]). A shell may collect only these: each header it collects costs it
-/// a crossing from the runtime.
+/// The request headers [`receive`] reads for the `staticforms` profile, besides its custom
+/// authentication header ([`Policy::header_names`]). A shell may collect only these: each
+/// header it collects costs it a crossing from the runtime.
 pub const HEADERS_READ: [&str; 6] =
     ["content-type", "authorization", "idempotency-key", "webhook-id", "webhook-timestamp", "webhook-signature"];
 
 impl Policy {
-    /// Every header [`receive`] may read under this policy: [`HEADERS_READ`] and the custom
-    /// authentication header, if one is configured.
-    pub fn header_names(&self) -> impl Iterator<Item = &str> {
-        HEADERS_READ.into_iter().chain(self.auth.header.as_ref().map(|h| h.name.as_str()))
+    /// A policy with one profile enabled, and the defaults for retention and body size.
+    pub fn single(profile: Profile, auth: AuthPolicy, table: &str) -> Policy {
+        Policy {
+            senders: alloc::vec![(profile, auth)],
+            table: String::from(table),
+            retention_days: DEFAULT_RETENTION_DAYS,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// Who may send to `profile`; `None` when it is not enabled.
+    pub fn auth(&self, profile: Profile) -> Option<&AuthPolicy> {
+        self.senders.iter().find(|(p, _)| *p == profile).map(|(_, auth)| auth)
+    }
+
+    /// Every header [`receive`] may read for a delivery to `profile`: the profile's own
+    /// ([`Profile::headers_read`]) and its custom authentication header, if one is configured.
+    pub fn header_names(&self, profile: Profile) -> impl Iterator<Item = &str> {
+        let custom = self.auth(profile).and_then(|auth| auth.header.as_ref()).map(|h| h.name.as_str());
+        profile.headers_read().iter().copied().chain(custom)
     }
 }
 
@@ -165,11 +191,13 @@ pub fn declared_within_limit(policy: &Policy, content_length: Option<&str>, tran
         && content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n <= policy.max_body_bytes)
 }
 
-/// Runs every check on a `POST /webhooks/staticforms` delivery, in order: size, media type,
-/// authentication, envelope, idempotency key, and the size of the item it would store.
-/// Nothing is written unless all pass, so every 2xx is a receipt that fits DynamoDB's rules.
+/// Runs every check on a `POST /webhooks/<profile>` delivery, in order: the profile is
+/// enabled, size, media type, authentication, envelope, idempotency key, and the size of the
+/// item it would store. Nothing is written unless all pass, so every 2xx is a receipt that
+/// fits DynamoDB's rules.
 pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     let respond = |outcome| Step::Respond(outcome, None);
+    let Some(auth) = policy.auth(delivery.profile) else { return respond(Outcome::NotFound) };
     if delivery.body.len() > policy.max_body_bytes {
         return respond(Outcome::PayloadTooLarge(TooLarge::Body));
     }
@@ -177,18 +205,23 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
         return respond(Outcome::UnsupportedMediaType);
     }
     let now_secs = i64::try_from(delivery.now_millis / 1000).unwrap_or(i64::MAX);
-    match policy.auth.authenticate(delivery.headers, delivery.body, now_secs) {
+    match auth.authenticate(delivery.headers, delivery.body, now_secs) {
         Ok(_) => {}
         Err(AuthError::NotConfigured) => return respond(Outcome::AuthNotConfigured),
-        Err(error) => return respond(Outcome::Unauthenticated(error, policy.auth.challenge())),
+        Err(error) => return respond(Outcome::Unauthenticated(error, auth.challenge())),
     }
-    let envelope = match parse_envelope(delivery.body) {
+    let envelope = match delivery.profile.read(delivery.headers, delivery.body) {
         Ok(envelope) => envelope,
-        Err(error) => return respond(Outcome::InvalidEnvelope(error)),
+        Err(Refusal::Envelope(error)) => return respond(Outcome::InvalidEnvelope(error)),
+        Err(Refusal::Key(error)) => return respond(Outcome::InvalidKey(error)),
     };
-    let key = match check_key(delivery.headers, &envelope.submission_id) {
-        Ok(key) => key,
-        Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
+    let key = match delivery.profile {
+        // Static Forms names the key in a header of its own, which must match the body's.
+        Profile::StaticForms => match check_key(delivery.headers, &envelope.submission_id) {
+            Ok(key) => key,
+            Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
+        },
+        profile => profile.key(&envelope.submission_id),
     };
     let receipt = Receipt::new(&envelope, key, delivery.request_id, delivery.now_millis, policy.retention_days);
     let item = receipt.to_item();

@@ -56,6 +56,12 @@ impl SigningSecret {
         Ok(SigningSecret(key))
     }
 
+    /// A secret whose key is the text itself, as form backends use theirs (Typeform, Tally);
+    /// `None` when it is empty.
+    pub fn plain(text: &str) -> Option<SigningSecret> {
+        (!text.is_empty()).then(|| SigningSecret(text.as_bytes().to_vec()))
+    }
+
     /// The key bytes for the HMAC.
     pub(crate) fn key(&self) -> &[u8] {
         &self.0

@@ -16,8 +16,8 @@ use core::fmt::Write as _;
 use crate::dynamo::{item_from_wire, Item};
 use crate::envelope::is_valid_submission_id;
 use crate::json::{parse_wire, write_ascii_string, write_string};
-use crate::key::expected_key;
-use crate::lead::{lead_from_receipt, Lead};
+use crate::lead::{lead_from_receipt, Lead, LeadMapping};
+use crate::profile::Profile;
 use crate::receipt::{Receipt, ReceiptStatus};
 
 /// What to do with one record.
@@ -92,15 +92,15 @@ impl NewImage {
     }
 }
 
-/// The submission ID inside a receipt key (`staticforms:form.submitted:<id>`), which may itself
-/// hold `:`.
+/// The submission ID inside a receipt key (`staticforms:form.submitted:<id>`, `tally:<id>`, ...:
+/// [`Profile::of_key`]), which may itself hold `:`.
 pub fn submission_id_of_key(key: &str) -> Option<&str> {
-    let prefix = expected_key("");
-    key.strip_prefix(prefix.as_str()).filter(|id| !id.is_empty())
+    Profile::of_key(key).map(|(_, id)| id)
 }
 
-/// Decides what to do with a record from its `eventName` and its new image.
-pub fn decide(event_name: &str, new_image: &NewImage) -> RecordAction {
+/// Decides what to do with a record from its `eventName` and its new image; `mapping` is how
+/// receipts become leads where that is configured.
+pub fn decide(event_name: &str, new_image: &NewImage, mapping: &LeadMapping) -> RecordAction {
     match event_name {
         "INSERT" | "MODIFY" => {}
         "REMOVE" => return RecordAction::Skip("removed"),
@@ -136,7 +136,7 @@ pub fn decide(event_name: &str, new_image: &NewImage) -> RecordAction {
         Ok(receipt) => receipt,
         Err(_) => return poison("unreadable_receipt"),
     };
-    match lead_from_receipt(&receipt) {
+    match lead_from_receipt(&receipt, mapping) {
         Ok(lead) => RecordAction::Apply { receipt: Box::new(receipt), lead: Box::new(lead) },
         Err(error) => poison(error.reason()),
     }
@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn action(event: &str, image: Option<Item>) -> RecordAction {
-        decide(event, &image.map_or(NewImage::Absent, NewImage::Item))
+        decide(event, &image.map_or(NewImage::Absent, NewImage::Item), &LeadMapping::default())
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -259,17 +259,20 @@ mod tests {
             received_at: some("2026-11-30T06:21:53.123Z"),
         };
         assert_eq!(
-            decide("INSERT", &unreadable("RECEIVED")),
+            decide("INSERT", &unreadable("RECEIVED"), &LeadMapping::default()),
             RecordAction::Poison {
                 key: key.into(),
                 received_at: "2026-11-30T06:21:53.123Z".into(),
                 reason: "unreadable_image"
             }
         );
-        assert_eq!(decide("MODIFY", &unreadable("COMPLETED")), RecordAction::Skip("not_received"));
+        assert_eq!(
+            decide("MODIFY", &unreadable("COMPLETED"), &LeadMapping::default()),
+            RecordAction::Skip("not_received")
+        );
         let anonymous = NewImage::Unreadable { key: some(key), status: None, received_at: None };
-        assert_eq!(decide("INSERT", &anonymous), RecordAction::Skip("not_a_receipt"));
-        assert_eq!(decide("REMOVE", &unreadable("RECEIVED")), RecordAction::Skip("removed"));
+        assert_eq!(decide("INSERT", &anonymous, &LeadMapping::default()), RecordAction::Skip("not_a_receipt"));
+        assert_eq!(decide("REMOVE", &unreadable("RECEIVED"), &LeadMapping::default()), RecordAction::Skip("removed"));
         assert_eq!(unreadable("RECEIVED").submission_id(), Some("sub:with/colons"));
         let item: crate::dynamo::Item =
             [(String::from("submissionId"), crate::dynamo::AttributeValue::S("sub_item".into()))].into_iter().collect();
@@ -283,7 +286,7 @@ mod tests {
         let fallback = || (Some(String::from("k")), Some(String::from("RECEIVED")), Some(String::from("t")));
         let read = NewImage::from_wire(ITEM.as_bytes(), fallback);
         assert!(matches!(&read, NewImage::Item(_)));
-        assert!(matches!(decide("INSERT", &read), RecordAction::Apply { .. }));
+        assert!(matches!(decide("INSERT", &read, &LeadMapping::default()), RecordAction::Apply { .. }));
         // A legacy map payload 31 body levels deep is 63 levels on the wire.
         let mut nested = alloc::string::String::from(r#"{"S":"x"}"#);
         for _ in 0..crate::json::MAX_DEPTH - 2 {

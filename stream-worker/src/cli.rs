@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use shared::profile::Profile;
 use shared::receipt::ReceiptStatus;
 
 /// The usage text, printed with every argument error.
@@ -12,10 +13,11 @@ usage:
   stream-worker reconcile --older-than <age> [--scan] [--json]
                                                  settle receipts still RECEIVED after <age>
   stream-worker receipts list [--status RECEIVED|COMPLETED|FAILED] [--since <time|age>] [--json]
-  stream-worker receipts show <submissionId> [--payload] [--json]
-  stream-worker receipts redrive (<submissionId> | --status FAILED) [--wait <age>] [--force] [--json]
+  stream-worker receipts show <submissionId> [--profile <name>] [--payload] [--json]
+  stream-worker receipts redrive (<submissionId> [--profile <name>] | --status FAILED) [--wait <age>] [--force] [--json]
 <age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
-(2026-11-30T06:00:00Z). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
+(2026-11-30T06:00:00Z); <name>: the sender profile (staticforms, the default, standard-webhooks,
+typeform, tally). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
 
 /// What the arguments ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,8 +30,8 @@ pub enum Command {
     Reconcile { older_than: Duration, scan: bool, json: bool },
     /// `receipts list`.
     List { status: Option<ReceiptStatus>, since: Option<Since>, json: bool },
-    /// `receipts show`.
-    Show { submission_id: String, payload: bool, json: bool },
+    /// `receipts show`: the receipt of one submission of one sender profile.
+    Show { profile: Profile, submission_id: String, payload: bool, json: bool },
     /// `receipts redrive`: one submission, or every receipt with a status; how long to wait for
     /// the stream's verdict on a reopened receipt (default 60 s); `force`: settle a `RECEIVED`
     /// receipt even while the stream may still retry it.
@@ -46,7 +48,8 @@ pub enum Since {
 /// What `receipts redrive` works on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RedriveTarget {
-    One(String),
+    /// One submission of one sender profile.
+    One(Profile, String),
     /// Every `FAILED` receipt.
     AllFailed,
 }
@@ -77,23 +80,30 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--wait" if command == "redrive" => options.wait = Some(age(&value(word)?)?),
             "--status" if command == "list" || command == "redrive" => options.status = Some(status(&value(word)?)?),
             "--since" if command == "list" => options.since = Some(since(&value(word)?)?),
+            "--profile" if command == "show" || command == "redrive" => {
+                let name = value(word)?;
+                let known = Profile::parse(&name).ok_or(format!("{name:?} is not a sender profile"))?;
+                options.profile = Some(known);
+            }
             option if option.starts_with("--") => return Err(format!("{option} is not an option of {command}")),
             word => positional.push(word.to_owned()),
         }
     }
     let json = options.json;
     let (wait, force) = (options.wait.unwrap_or(REDRIVE_WAIT), options.force);
+    let profile = options.profile.unwrap_or(Profile::StaticForms);
     match (command, positional.as_slice()) {
         ("reconcile", []) => match options.older_than {
             Some(older_than) => Ok(Command::Reconcile { older_than, scan: options.scan, json }),
             None => Err("reconcile needs --older-than <age>".into()),
         },
         ("list", []) => Ok(Command::List { status: options.status, since: options.since, json }),
-        ("show", [id]) => Ok(Command::Show { submission_id: id.clone(), payload: options.payload, json }),
+        ("show", [id]) => Ok(Command::Show { profile, submission_id: id.clone(), payload: options.payload, json }),
         ("show", _) => Err("receipts show needs one submission ID".into()),
         ("redrive", [id]) if options.status.is_none() => {
-            Ok(Command::Redrive { target: RedriveTarget::One(id.clone()), wait, force, json })
+            Ok(Command::Redrive { target: RedriveTarget::One(profile, id.clone()), wait, force, json })
         }
+        ("redrive", []) if options.profile.is_some() => Err("--profile goes with one submission ID".into()),
         ("redrive", []) => match options.status {
             Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait, force, json }),
             Some(_) => Err("receipts redrive --status takes only FAILED".into()),
@@ -113,6 +123,7 @@ struct Options {
     wait: Option<Duration>,
     status: Option<ReceiptStatus>,
     since: Option<Since>,
+    profile: Option<Profile>,
 }
 
 /// How long `receipts redrive` waits for the stream to settle a reopened receipt by default.
@@ -200,12 +211,30 @@ mod tests {
         );
         assert_eq!(
             parse(&args("receipts show sub_1 --payload")),
-            Ok(Command::Show { submission_id: "sub_1".into(), payload: true, json: false })
+            Ok(Command::Show {
+                profile: Profile::StaticForms,
+                submission_id: "sub_1".into(),
+                payload: true,
+                json: false
+            })
+        );
+        assert_eq!(
+            parse(&args("receipts show 2wgx4n --profile tally")),
+            Ok(Command::Show { profile: Profile::Tally, submission_id: "2wgx4n".into(), payload: false, json: false })
+        );
+        assert_eq!(
+            parse(&args("receipts redrive --profile typeform f:t")),
+            Ok(Command::Redrive {
+                target: RedriveTarget::One(Profile::Typeform, "f:t".into()),
+                wait: REDRIVE_WAIT,
+                force: false,
+                json: false
+            })
         );
         assert_eq!(
             parse(&args("receipts redrive sub_1 --json --force")),
             Ok(Command::Redrive {
-                target: RedriveTarget::One("sub_1".into()),
+                target: RedriveTarget::One(Profile::StaticForms, "sub_1".into()),
                 wait: REDRIVE_WAIT,
                 force: true,
                 json: true
@@ -232,6 +261,9 @@ mod tests {
             ("receipts redrive --status COMPLETED", "takes only FAILED"),
             ("receipts list extra", "unexpected argument"),
             ("receipts list --status", "needs a value"),
+            ("receipts show s --profile typeforms", "is not a sender profile"),
+            ("receipts list --profile tally", "not an option of list"),
+            ("receipts redrive --status FAILED --profile tally", "goes with one submission ID"),
             ("deploy", "unknown command"),
         ] {
             let error = parse(&args(line)).expect_err(line);

@@ -7,6 +7,8 @@
 use std::fmt;
 
 pub use shared::config::ConfigError;
+use shared::lead::LeadMapping;
+use shared::profile::standard_webhooks::LeadPointers;
 use shared::secret::SigningSecret;
 
 /// What the worker needs beyond the AWS SDK's settings.
@@ -16,6 +18,10 @@ pub struct Config {
     pub table: String,
     /// `LEAD_SINK` and the sink's own variables.
     pub sink: SinkConfig,
+    /// `STANDARD_WEBHOOKS_LEAD_FIELDS`: where a `standard-webhooks` payload keeps the lead's
+    /// fields, as `name=/data/name,email=/data/email,message=/data/message,extra=/data`
+    /// (JSON pointers; those not given keep these defaults).
+    pub mapping: LeadMapping,
 }
 
 /// Where leads go.
@@ -126,7 +132,14 @@ impl Config {
                 expected: "sqlite://<path>, postgres://..., hubspot, salesforce, or an https:// URL",
             });
         };
-        Ok(Config { table, sink })
+        let standard_webhooks = match get("STANDARD_WEBHOOKS_LEAD_FIELDS") {
+            None => LeadPointers::default(),
+            Some(text) => LeadPointers::parse(&text).map_err(|_| ConfigError {
+                variable: "STANDARD_WEBHOOKS_LEAD_FIELDS",
+                expected: "comma-separated name=, email=, message=, extra= JSON pointers such as /data/email",
+            })?,
+        };
+        Ok(Config { table, sink, mapping: LeadMapping { standard_webhooks } })
     }
 }
 

@@ -30,6 +30,8 @@ pub const MAX_LOCAL_WAIT: Duration = Duration::from_secs(30);
 pub struct Handler<S, R> {
     pub sink: S,
     pub receipts: R,
+    /// How receipts become leads where that is configured.
+    pub mapping: shared::lead::LeadMapping,
 }
 
 /// A record that must be retried, from its sequence number on; the reason is for the log.
@@ -198,7 +200,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         let log = |submission_id, action, outcome, reason, attempt| {
             log_record(seq, submission_id, action, outcome, reason, attempt);
         };
-        match decide(event_name, &image) {
+        match decide(event_name, &image, &self.mapping) {
             RecordAction::Skip(reason) => {
                 log(image.submission_id(), "skip", reason, None, 1);
                 Ok((reason, None))

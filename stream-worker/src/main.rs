@@ -60,7 +60,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let sink = Sink::connect(&config.sink).await?;
     check_sink(&sink).await?;
-    let handler = Handler { sink, receipts: DynamoReceipts::new(dynamodb.clone(), &config.table) };
+    let handler = Handler {
+        sink,
+        receipts: DynamoReceipts::new(dynamodb.clone(), &config.table),
+        mapping: config.mapping.clone(),
+    };
 
     match command {
         Command::Lambda if std::env::var("_HANDLER").is_ok_and(|h| h == "reconcile") => {
@@ -89,18 +93,15 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Redrive { target, wait, force, json } => {
             let only_failed = matches!(target, RedriveTarget::AllFailed);
-            let ids = match target {
-                RedriveTarget::One(id) => vec![id],
+            let keys = match target {
+                RedriveTarget::One(profile, id) => vec![profile.key(&id)],
                 RedriveTarget::AllFailed => {
                     let failed = handler.receipts.list(Some(ReceiptStatus::Failed), None).await?;
-                    failed
-                        .iter()
-                        .filter_map(|i| i.get("submissionId").and_then(|v| v.as_s()).map(str::to_owned))
-                        .collect()
+                    failed.iter().filter_map(|i| i.get("pk").and_then(|v| v.as_s()).map(str::to_owned)).collect()
                 }
             };
             let mode = operate::RedriveMode { only_failed, force, wait };
-            let results = operate::redrive(&handler, &ids, mode, progress("redrive")).await?;
+            let results = operate::redrive(&handler, &keys, mode, progress("redrive")).await?;
             let text = if json {
                 format!("{}\n", serde_json::Value::Array(results.iter().map(operate::Redriven::to_json).collect()))
             } else {
@@ -138,8 +139,8 @@ async fn inspect(command: Command, receipts: &DynamoReceipts) -> anyhow::Result<
                 operate::list_table(&items)
             }
         }
-        Command::Show { submission_id, payload, json } => {
-            let item = receipts.find(&shared::key::expected_key(&submission_id), &submission_id).await?;
+        Command::Show { profile, submission_id, payload, json } => {
+            let item = receipts.find(&profile.key(&submission_id), &submission_id).await?;
             let shown = operate::describe(&item, payload);
             if json {
                 format!("{shown}\n")

@@ -5,9 +5,9 @@
 
 use serde_json::{json, Value};
 use shared::dynamo::Item;
-use shared::key::expected_key;
-use shared::lead::lead_from_receipt;
+use shared::lead::{lead_from_receipt, LeadMapping};
 use shared::receipt::{waiting_since, Receipt, ReceiptStatus};
+use shared::stream::submission_id_of_key;
 use shared::time::iso8601_millis;
 use std::time::Duration;
 
@@ -149,7 +149,7 @@ pub struct RedriveMode {
     pub wait: Duration,
 }
 
-/// Reprocesses the receipts of `submission_ids`.
+/// Reprocesses the receipts whose keys are `keys`.
 ///
 /// A `FAILED` one is moved back to `RECEIVED` (conditionally: still that `FAILED` receipt, and
 /// not expired), which the stream sees as a new waiting receipt and settles on the handler's
@@ -160,14 +160,16 @@ pub struct RedriveMode {
 /// `progress(done, total)` is called as receipts are reopened or settled.
 pub async fn redrive<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
-    submission_ids: &[String],
+    keys: &[String],
     mode: RedriveMode,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Redriven>, OperateError> {
     let mut results = Vec::new();
     let mut reopened = Vec::new();
-    for (done, submission_id) in submission_ids.iter().enumerate() {
-        let key = expected_key(submission_id);
+    for (done, key) in keys.iter().enumerate() {
+        let key = key.clone();
+        let submission_id = submission_id_of_key(&key).unwrap_or(&key).to_owned();
+        let submission_id = submission_id.as_str();
         let item = match handler.receipts.find(&key, submission_id).await {
             Ok(item) => item,
             // Deleted (TTL) since the listing: nothing left to redrive.
@@ -209,7 +211,7 @@ pub async fn redrive<S: LeadSink + Sync>(
             }
         };
         results.push(result);
-        progress(done + 1, submission_ids.len());
+        progress(done + 1, keys.len());
     }
     await_verdicts(handler, &mut results, reopened, mode.wait).await;
     Ok(results)
@@ -251,7 +253,12 @@ async fn await_verdicts<S: LeadSink + Sync>(
 pub fn describe(item: &Item, payload: bool) -> Value {
     let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
     let receipt = Receipt::from_item(item);
-    let lead_key = receipt.as_ref().ok().and_then(|r| lead_from_receipt(r).ok()).map(|lead| lead.external_id);
+    // The lead's key does not depend on the configured mapping.
+    let lead_key = receipt
+        .as_ref()
+        .ok()
+        .and_then(|r| lead_from_receipt(r, &LeadMapping::default()).ok())
+        .map(|lead| lead.external_id);
     let mut shown = summary(item);
     shown["key"] = json!(text("pk"));
     shown["fingerprint"] = json!(text("fingerprint"));
@@ -346,6 +353,7 @@ fn shorten(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use shared::dynamo::AttributeValue;
+    use shared::key::expected_key;
 
     fn item(id: &str, status: &str, reason: Option<&str>) -> Item {
         let mut item = Item::new();

@@ -8,6 +8,7 @@ mod edge_receiver;
 mod lambda_mode;
 mod log_hygiene;
 mod operate;
+mod profiles;
 mod sinks;
 mod stream_worker;
 mod whole_path;

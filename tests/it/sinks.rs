@@ -176,15 +176,17 @@ async fn through_the_handler_a_webhook_refusal_fails_the_receipt_and_an_outage_l
     // Unreachable, then hung: the receipt waits, the shard stops at it.
     w.deliver("sub_wh_down");
     let closed = webhook_sink(&format!("http://127.0.0.1:{}/leads", tests::free_port())).await;
-    w.assert_retried(&Handler { sink: closed, receipts: w.receipts() }, "sub_wh_down").await;
+    w.assert_retried(&Handler { mapping: Default::default(), sink: closed, receipts: w.receipts() }, "sub_wh_down")
+        .await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = stream_worker::sink::http::client_with_timeout(Duration::from_millis(300)).unwrap();
     let hung = Webhook::new(client, &format!("http://{}/leads", listener.local_addr().unwrap()), secret());
-    w.assert_retried(&Handler { sink: hung, receipts: w.receipts() }, "sub_wh_down").await;
+    w.assert_retried(&Handler { mapping: Default::default(), sink: hung, receipts: w.receipts() }, "sub_wh_down").await;
     drop(listener);
     // The receiver is back: the same receipt goes through.
     let standin = WebhookStandIn::start();
-    let handler = Handler { sink: webhook_sink(&standin.url()).await, receipts: w.receipts() };
+    let handler =
+        Handler { mapping: Default::default(), sink: webhook_sink(&standin.url()).await, receipts: w.receipts() };
     w.drain(&handler).await;
     w.assert_status("sub_wh_down", "COMPLETED", None);
     // The receiver refuses the lead's content: FAILED, and the next receipts go on.
@@ -318,8 +320,11 @@ async fn hubspot_throttles_and_outages_are_retried_with_their_reason_and_write_n
 async fn through_the_handler_a_hubspot_refusal_fails_the_receipt_and_the_rest_never_does() {
     let w = world().await;
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
-    let handler =
-        Handler { sink: Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap(), receipts: w.receipts() };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap(),
+        receipts: w.receipts(),
+    };
     // HubSpot refuses the submission's ticket (a 400 VALIDATION_ERROR naming the input): FAILED.
     let refusal = json!({"status": "error", "category": "VALIDATION_ERROR",
         "message": "Property values were not valid", "context": {"id": ["sub_hsh_refused"]}});
@@ -437,7 +442,7 @@ async fn through_the_handler_a_salesforce_refusal_fails_the_receipt_and_limits_n
     let w = world().await;
     let standin = salesforce_standin();
     let sink = Sink::connect(&salesforce_config(&standin.server.url(), SF_FIELD)).await.unwrap();
-    let handler = Handler { sink, receipts: w.receipts() };
+    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
     // Several Leads hold the submission ID (300): this lead's data problem, FAILED.
     standin.state.lock().unwrap().ambiguous.insert("sub_sfh_dup".into());
     w.deliver("sub_sfh_dup");

@@ -74,7 +74,11 @@ impl Path {
 
     async fn sqlite_handler(&self) -> Handler<Sink, DynamoReceipts> {
         let path = self.dir.0.join("leads.db").display().to_string();
-        Handler { sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(), receipts: self.receipts() }
+        Handler {
+            mapping: Default::default(),
+            sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
+            receipts: self.receipts(),
+        }
     }
 
     fn sqlite_leads(&self) -> Vec<(String, i64)> {
@@ -187,6 +191,7 @@ async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_
     let p = path().await;
     let postgres = Postgres::start();
     let handler = Handler {
+        mapping: Default::default(),
         sink: Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
             .await
             .unwrap(),
@@ -247,6 +252,7 @@ async fn redelivered_records_and_a_crash_before_the_receipt_update_leave_one_lea
     let p = path().await;
     let path = p.dir.0.join("leads.db").display().to_string();
     let handler = Handler {
+        mapping: Default::default(),
         sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
         receipts: CrashBeforeMark::new(p.receipts(), 2),
     };

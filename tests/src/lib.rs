@@ -14,6 +14,7 @@ pub mod http;
 pub mod ministack;
 pub mod postgres;
 pub mod proxy;
+pub mod senders;
 pub mod soak;
 pub mod streams_standin;
 pub mod stub_http;

@@ -56,8 +56,13 @@ impl Case {
     /// Everything the core decides for a new delivery: size and media type, authentication,
     /// envelope, idempotency key, fingerprint, receipt and the PutItem body. The request to sign.
     pub fn receive(&self) -> StoreRequest {
-        let delivery =
-            Delivery { headers: &self.headers, body: &self.body, request_id: "bench-request", now_millis: NOW_MILLIS };
+        let delivery = Delivery {
+            profile: shared::profile::Profile::StaticForms,
+            headers: &self.headers,
+            body: &self.body,
+            request_id: "bench-request",
+            now_millis: NOW_MILLIS,
+        };
         match receive(&self.config.policy, &delivery) {
             Step::Store(pending) => pending.request,
             Step::Respond(outcome, _) => panic!("the workload's delivery is refused: {outcome:?}"),

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::json::{parse, Json};
+use alloc::format;
 use alloc::string::ToString;
 use alloc::vec;
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -22,6 +23,7 @@ fn full_policy() -> AuthPolicy {
             SigningSecret::parse(&vector("other_secret")).unwrap(),
             SigningSecret::parse(&vector("secret")).unwrap(),
         ],
+        body_signature: None,
     }
 }
 
@@ -245,4 +247,56 @@ fn a_signature_timestamp_is_at_most_18_digits() {
     for bad in ["", "+1796019713", "-1", " 1796019713", "1.5"] {
         check(&policy, signed("v1,AAAA", bad), now, Err(AuthError::MalformedSignatureHeaders));
     }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn body_signatures_as_typeform_and_tally_send_them() {
+    // Vectors computed with Python's hmac from each sender's documented scheme: Typeform
+    // `sha256=` + base64, Tally bare base64, both of HMAC-SHA256 under the secret's text.
+    let policy = |header, prefix| AuthPolicy {
+        body_signature: Some(BodySignature {
+            header,
+            prefix,
+            secrets: vec![SigningSecret::plain("old-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
+        }),
+        ..AuthPolicy::default()
+    };
+    let typeform = policy("typeform-signature", "sha256=");
+    let body = br#"{"event_id":"LtWXD3crgy","event_type":"form_response"}"#;
+    let check = |policy: &AuthPolicy, headers: &[(&str, &str)], body: &[u8]| {
+        policy.authenticate(&Headers::new(headers.iter().copied()), body, 0)
+    };
+    let good = "sha256=9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNg=";
+    assert_eq!(check(&typeform, &[("Typeform-Signature", good)], body), Ok(AuthMethod::BodySignature));
+    assert_eq!(check(&typeform, &[("typeform-signature", &format!(" {good}\t"))], body), Ok(AuthMethod::BodySignature));
+    assert_eq!(
+        crate::auth::body_signature_header(&SigningSecret::plain("test-secret").unwrap(), "sha256=", body),
+        good
+    );
+    for bad in [
+        "9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNg=",
+        "sha256=9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNh=",
+        "sha256=",
+        "sha256=!!",
+        "SHA256=9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNg=",
+    ] {
+        assert_eq!(check(&typeform, &[("Typeform-Signature", bad)], body), Err(AuthError::BadSignature), "{bad}");
+    }
+    assert_eq!(check(&typeform, &[("Typeform-Signature", good)], &body[1..]), Err(AuthError::BadSignature));
+    assert_eq!(check(&typeform, &[("Tally-Signature", good)], body), Err(AuthError::MissingCredentials));
+    assert_eq!(typeform.challenge(), "Body-Signature realm=\"webhooks\"");
+
+    let tally = policy("tally-signature", "");
+    let body = br#"{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE"}"#;
+    let good = "gi/Z9TuVMGh+ZfPGY7VnkW0NszHwhQDdvXGZhD3OHsQ=";
+    assert_eq!(check(&tally, &[("Tally-Signature", good)], body), Ok(AuthMethod::BodySignature));
+    assert_eq!(check(&tally, &[("Tally-Signature", &format!("sha256={good}"))], body), Err(AuthError::BadSignature));
+    // No secret configured: the method is not configured at all.
+    let empty = AuthPolicy {
+        body_signature: Some(BodySignature { header: "tally-signature", prefix: "", secrets: vec![] }),
+        ..AuthPolicy::default()
+    };
+    assert!(!empty.is_configured());
+    assert_eq!(check(&empty, &[("Tally-Signature", good)], body), Err(AuthError::NotConfigured));
+    assert_eq!(SigningSecret::plain(""), None);
 }

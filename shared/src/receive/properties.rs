@@ -9,7 +9,7 @@ use crate::dynamo::{item_from_wire, item_size, item_to_wire, AttributeValue, Ite
 use crate::envelope::{parse_envelope, EnvelopeError};
 use crate::json::{parse, parse_wire, Json, JsonError};
 use crate::key::expected_key;
-use crate::lead::lead_from_receipt;
+use crate::lead::{lead_from_receipt, LeadMapping};
 use crate::secret::Credential;
 use crate::store::classify_put;
 use crate::stream::{decide, NewImage, RecordAction};
@@ -22,7 +22,10 @@ const NOW: u64 = 1_796_019_713_123;
 
 fn policy() -> Policy {
     Policy {
-        auth: AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        senders: alloc::vec![(
+            Profile::StaticForms,
+            AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        )],
         table: "receipts".into(),
         retention_days: DEFAULT_RETENTION_DAYS,
         max_body_bytes: 1 << 20,
@@ -201,7 +204,13 @@ proptest! {
         };
         let policy = policy();
         let headers = headers_for(&id);
-        let delivery = Delivery { headers: &headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW };
+        let delivery = Delivery {
+            profile: Profile::StaticForms,
+            headers: &headers,
+            body: body.as_bytes(),
+            request_id: "req-1",
+            now_millis: NOW,
+        };
         let pending = match receive(&policy, &delivery) {
             Step::Respond(outcome, _) => {
                 let status = outcome.response().status;
@@ -236,12 +245,12 @@ proptest! {
         // What the edge accepted, as a lead.
         let envelope = parse_envelope(body.as_bytes()).unwrap();
         let accepted = Receipt::new(&envelope, expected_key(&id), "req-1", NOW, DEFAULT_RETENTION_DAYS);
-        let expected_lead = lead_from_receipt(&accepted).unwrap();
+        let expected_lead = lead_from_receipt(&accepted, &LeadMapping::default()).unwrap();
 
         // The stream worker reads the image (wire JSON, as the record carries it) into that lead.
         let wire = item_to_wire(&item).to_text();
         let image = NewImage::from_wire(wire.as_bytes(), || (None, None, None));
-        match decide("INSERT", &image) {
+        match decide("INSERT", &image, &LeadMapping::default()) {
             RecordAction::Apply { lead, receipt } => {
                 prop_assert_eq!(*lead, expected_lead);
                 prop_assert_eq!(receipt.payload, accepted.payload);
@@ -255,5 +264,124 @@ proptest! {
         );
         let outcome = pending.finish(classify_put(400, answer.as_bytes()));
         prop_assert_eq!(outcome.response().status, 200, "{:?}", outcome);
+    }
+}
+
+/// A delivery to `profile` (not Static Forms) carrying `id` as its identity and `form` as the
+/// respondent's content, padded; signed as the sender signs.
+fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pad: usize) -> (Headers, String) {
+    let pad = "p".repeat(pad);
+    let body = match profile {
+        Profile::StandardWebhooks => {
+            format!(r#"{{"type":"t","data":{{"f":{form},"email":"a@example.com"}},"pad":"{pad}"}}"#)
+        }
+        Profile::Typeform => format!(
+            r#"{{"event_type":"form_response","form_response":{{"form_id":"f","token":{id_literal},"answers":[{{"type":"text","text":{form},"field":{{"id":"a","type":"long_text"}}}}],"hidden":{{"h":{form}}}}},"pad":"{pad}"}}"#
+        ),
+        _ => format!(
+            r#"{{"eventType":"FORM_RESPONSE","data":{{"responseId":{id_literal},"fields":[{{"key":"k","label":"L","type":"TEXTAREA","value":{form}}}]}},"pad":"{pad}"}}"#
+        ),
+    };
+    let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
+    let timestamp = format!("{}", NOW / 1000);
+    let mut headers = alloc::vec![(String::from("Content-Type"), String::from("application/json"))];
+    match profile {
+        Profile::StandardWebhooks => {
+            headers.push(("webhook-id".into(), id.into()));
+            headers.push(("webhook-timestamp".into(), timestamp.clone()));
+            headers.push((
+                "webhook-signature".into(),
+                crate::auth::signature_header(&secret, id, &timestamp, body.as_bytes()),
+            ));
+        }
+        Profile::Typeform => headers.push((
+            "typeform-signature".into(),
+            crate::auth::body_signature_header(&secret, "sha256=", body.as_bytes()),
+        )),
+        _ => headers.push(("tally-signature".into(), crate::auth::body_signature_header(&secret, "", body.as_bytes()))),
+    }
+    (Headers::new(headers), body)
+}
+
+fn every_profile_policy() -> Policy {
+    let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
+    let body_signed = |header, prefix| AuthPolicy {
+        body_signature: Some(crate::auth::BodySignature { header, prefix, secrets: alloc::vec![secret.clone()] }),
+        ..AuthPolicy::default()
+    };
+    let mut policy = policy();
+    policy.senders.extend([
+        (
+            Profile::StandardWebhooks,
+            AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
+        ),
+        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
+        (Profile::Tally, body_signed("tally-signature", "")),
+    ]);
+    policy
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// "Accepted means processable" for every other profile: a delivery is stored only as an
+    /// item that fits DynamoDB and reads back into the lead the edge accepted, a retry of it is
+    /// a 200, and every refusal is one the input earns.
+    #[test]
+    fn every_profile_accepts_only_what_it_can_process(
+        which in 0usize..3,
+        id_literal in id_literal(),
+        form in prop_oneof![value_text(), deep_text()],
+        pad in padding(),
+    ) {
+        let profile = [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally][which];
+        let id = match parse(id_literal.as_bytes()) {
+            Ok(Json::String(id)) => id,
+            _ => id_literal.clone(),
+        };
+        let (headers, body) = profile_delivery(profile, &id_literal, &id, &form, pad);
+        let policy = every_profile_policy();
+        let delivery = Delivery { profile, headers: &headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW };
+        let identity = if profile == Profile::Typeform { format!("f:{id}") } else { id.clone() };
+        let pending = match receive(&policy, &delivery) {
+            Step::Respond(outcome, _) => {
+                match &outcome {
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidSubmissionId) | Outcome::InvalidKey(crate::key::KeyError::Invalid) => {
+                        // Typeform's parts are each an identity, and so is their join.
+                        prop_assert!(!plainly_valid_id(&identity) || !plainly_valid_id(&id), "{identity:?} refused");
+                    }
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::TooDeep)) => {
+                        prop_assert!(nesting(&body) > crate::json::MAX_DEPTH, "refused as too deep");
+                    }
+                    Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::DuplicateKey)) => {}
+                    Outcome::PayloadTooLarge(_) => prop_assert!(body.len() > 390_000),
+                    other => prop_assert!(false, "{profile:?} refused for no reason the input has: {other:?}"),
+                }
+                prop_assert!((400..500).contains(&outcome.response().status));
+                return Ok(());
+            }
+            Step::Store(pending) => pending,
+        };
+        let request = parse_wire(pending.request.body.as_bytes()).unwrap();
+        let item = item_from_wire(request.get("Item").unwrap()).unwrap();
+        prop_assert_eq!(satisfies_item_rules(&item), Ok(()));
+        let key = profile.key(&identity);
+        prop_assert_eq!(item.get("pk").and_then(AttributeValue::as_s), Some(key.as_str()));
+
+        let envelope = profile.read(&headers, body.as_bytes()).unwrap();
+        let accepted = Receipt::new(&envelope, key, "req-1", NOW, DEFAULT_RETENTION_DAYS);
+        let expected_lead = lead_from_receipt(&accepted, &LeadMapping::default()).unwrap();
+        let wire = item_to_wire(&item).to_text();
+        match decide("INSERT", &NewImage::from_wire(wire.as_bytes(), || (None, None, None)), &LeadMapping::default()) {
+            RecordAction::Apply { lead, receipt } => {
+                prop_assert_eq!(*lead, expected_lead);
+                prop_assert_eq!(receipt.profile, profile);
+            }
+            other => prop_assert!(false, "the stream worker would {other:?}"),
+        }
+        let answer = format!(
+            r#"{{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{wire}}}"#
+        );
+        prop_assert_eq!(pending.finish(classify_put(400, answer.as_bytes())).response().status, 200);
     }
 }

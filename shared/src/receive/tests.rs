@@ -4,6 +4,7 @@ use super::*;
 use crate::decision::TooLarge;
 use crate::dynamo::{item_from_wire, item_to_wire};
 use crate::json::{parse, Json};
+use crate::key::KeyError;
 use crate::receipt::ReceiptStatus;
 use crate::secret::Credential;
 use crate::store::{classify_put, PermanentStoreError, RetryableStoreError};
@@ -18,7 +19,10 @@ const KEY: &str = "staticforms:form.submitted:sub_8fK2qLw9Xc";
 
 fn policy() -> Policy {
     Policy {
-        auth: AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        senders: alloc::vec![(
+            Profile::StaticForms,
+            AuthPolicy { bearer_tokens: alloc::vec![Credential::new(b"tok")], ..AuthPolicy::default() },
+        )],
         table: "receipts".into(),
         retention_days: DEFAULT_RETENTION_DAYS,
         max_body_bytes: 1024,
@@ -38,7 +42,8 @@ fn headers(extra: &[(&str, &str)]) -> Headers {
 }
 
 fn run(policy: &Policy, headers: &Headers, body: &str) -> Step {
-    receive(policy, &Delivery { headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW })
+    let profile = Profile::StaticForms;
+    receive(policy, &Delivery { profile, headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW })
 }
 
 fn respond(outcome: Outcome) -> Step {
@@ -47,7 +52,12 @@ fn respond(outcome: Outcome) -> Step {
 
 #[wasm_bindgen_test(unsupported = test)]
 fn routes() {
-    assert_eq!(route("POST", "/webhooks/staticforms"), Route::Webhook);
+    for profile in Profile::ALL {
+        assert_eq!(route("POST", profile.path()), Route::Webhook(profile));
+        assert_eq!(route("PUT", profile.path()), Route::Reject(RouteRejection::MethodNotAllowed("POST")));
+    }
+    assert_eq!(route("POST", "/webhooks/staticforms"), Route::Webhook(Profile::StaticForms));
+    assert_eq!(route("POST", "/webhooks/other"), Route::Reject(RouteRejection::NotFound));
     assert_eq!(route("GET", "/webhooks/staticforms"), Route::Reject(RouteRejection::MethodNotAllowed("POST")));
     assert_eq!(route("GET", "/healthz"), Route::Health);
     assert_eq!(route("POST", "/healthz"), Route::Reject(RouteRejection::MethodNotAllowed("GET, HEAD")));
@@ -63,8 +73,14 @@ fn health_says_whether_a_delivery_would_be_taken() {
         health(Err("AWS_REGION")),
         Outcome::Unhealthy(crate::decision::HealthProblem::ConfigInvalid("AWS_REGION"))
     );
-    let open = Policy { auth: AuthPolicy::default(), ..policy() };
+    let open = Policy { senders: alloc::vec![(Profile::StaticForms, AuthPolicy::default())], ..policy() };
     assert_eq!(health(Ok(&open)), Outcome::Unhealthy(crate::decision::HealthProblem::AuthNotConfigured));
+    // Every enabled profile must be able to take a delivery.
+    let mut half = policy();
+    half.senders.push((Profile::Tally, AuthPolicy::default()));
+    assert_eq!(health(Ok(&half)), Outcome::Unhealthy(crate::decision::HealthProblem::AuthNotConfigured));
+    let none = Policy { senders: Vec::new(), ..policy() };
+    assert_eq!(health(Ok(&none)), Outcome::Unhealthy(crate::decision::HealthProblem::AuthNotConfigured));
 }
 
 #[wasm_bindgen_test(unsupported = test)]
@@ -93,8 +109,9 @@ fn the_headers_the_policy_names_are_all_receive_reads() {
     // only `header_names` collected the answer must be the same as with every header: a header
     // read but not named would show as missing here.
     let secret = crate::secret::SigningSecret::parse(&crate::secret::SigningSecret::encode(b"a signing key")).unwrap();
-    let everything = Policy {
-        auth: AuthPolicy {
+    let everything = Policy::single(
+        Profile::StaticForms,
+        AuthPolicy {
             bearer_tokens: alloc::vec![Credential::new(b"tok")],
             basic_credentials: alloc::vec![Credential::new(b"forms:pass")],
             header: Some(crate::auth::HeaderCredentials {
@@ -102,9 +119,10 @@ fn the_headers_the_policy_names_are_all_receive_reads() {
                 values: alloc::vec![Credential::new(b"hv")],
             }),
             signing_secrets: alloc::vec![secret.clone()],
+            body_signature: None,
         },
-        ..policy()
-    };
+        "receipts",
+    );
     let timestamp = format!("{}", NOW / 1000);
     let signature = crate::auth::signature_header(&secret, "msg_1", &timestamp, BODY.as_bytes());
     let noise = [("X-Noise", "1"), ("Accept", "*/*"), ("User-Agent", "bench")];
@@ -131,7 +149,7 @@ fn the_headers_the_policy_names_are_all_receive_reads() {
     for case in cases {
         let all = headers(&[case.as_slice(), &noise].concat());
         let named: Vec<(String, String)> = everything
-            .header_names()
+            .header_names(Profile::StaticForms)
             .filter_map(|name| all.get(name).map(|value| (String::from(name), String::from(value))))
             .collect();
         let only_named = Headers::new(named);
@@ -167,7 +185,7 @@ fn checks_answer_before_anything_is_written() {
         run(&p, &headers(&[("Authorization", "")]), BODY),
         respond(Outcome::Unauthenticated(A::MissingCredentials, "Bearer realm=\"webhooks\"".into()))
     );
-    let open = Policy { auth: AuthPolicy::default(), ..policy() };
+    let open = Policy { senders: alloc::vec![(Profile::StaticForms, AuthPolicy::default())], ..policy() };
     assert_eq!(run(&open, &headers(&[]), BODY), respond(Outcome::AuthNotConfigured));
     // Authentication comes before the body is interpreted: bad JSON from a stranger is a 401.
     assert_eq!(
@@ -336,7 +354,10 @@ fn a_body_exactly_at_the_limit_is_read_and_one_byte_more_is_not() {
 fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
     let secret = crate::secret::SigningSecret::parse(&crate::secret::SigningSecret::encode(b"a signing key")).unwrap();
     let signing = Policy {
-        auth: AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
+        senders: alloc::vec![(
+            Profile::StaticForms,
+            AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
+        )],
         ..policy()
     };
     let signed_at = NOW / 1000;
@@ -350,7 +371,16 @@ fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
             ("webhook-timestamp", timestamp.as_str()),
             ("webhook-signature", signature.as_str()),
         ]);
-        receive(&signing, &Delivery { headers: &headers, body: BODY.as_bytes(), request_id: "req-1", now_millis })
+        receive(
+            &signing,
+            &Delivery {
+                profile: Profile::StaticForms,
+                headers: &headers,
+                body: BODY.as_bytes(),
+                request_id: "req-1",
+                now_millis,
+            },
+        )
     };
     // The clock is in milliseconds; the signature's timestamp in seconds.
     assert!(matches!(signed(NOW), Step::Store(_)));
@@ -361,4 +391,153 @@ fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
         matches!(late, Step::Respond(Outcome::Unauthenticated(AuthError::SignatureTimestampOutOfRange, _), _)),
         "{late:?}"
     );
+}
+
+/// Every profile enabled, each with its sender's credential.
+fn every_profile() -> (Policy, crate::secret::SigningSecret) {
+    use crate::auth::BodySignature;
+    use crate::secret::SigningSecret;
+    let whsec = SigningSecret::parse(&SigningSecret::encode(b"a standard webhooks key")).unwrap();
+    let body_signed = |header, prefix| AuthPolicy {
+        body_signature: Some(BodySignature {
+            header,
+            prefix,
+            secrets: alloc::vec![SigningSecret::plain("form-secret").unwrap()],
+        }),
+        ..AuthPolicy::default()
+    };
+    let mut policy = policy();
+    policy.max_body_bytes = 1 << 20;
+    policy.senders.extend([
+        (
+            Profile::StandardWebhooks,
+            AuthPolicy { signing_secrets: alloc::vec![whsec.clone()], ..AuthPolicy::default() },
+        ),
+        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
+        (Profile::Tally, body_signed("tally-signature", "")),
+    ]);
+    (policy, whsec)
+}
+
+/// A signed delivery of `body` to `profile`, as its sender sends it (`id` is the Standard
+/// Webhooks message ID), with noise headers.
+fn signed(profile: Profile, whsec: &crate::secret::SigningSecret, id: &str, body: &str) -> Headers {
+    let form_secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
+    let timestamp = format!("{}", NOW / 1000);
+    let mut pairs: Vec<(String, String)> =
+        alloc::vec![("Content-Type".into(), "application/json".into()), ("User-Agent".into(), "x".into())];
+    match profile {
+        Profile::StaticForms => {
+            pairs.push(("Authorization".into(), "Bearer tok".into()));
+            pairs.push(("Idempotency-Key".into(), KEY.into()));
+        }
+        Profile::StandardWebhooks => {
+            pairs.push(("webhook-id".into(), id.into()));
+            pairs.push(("webhook-timestamp".into(), timestamp.clone()));
+            pairs.push((
+                "webhook-signature".into(),
+                crate::auth::signature_header(whsec, id, &timestamp, body.as_bytes()),
+            ));
+        }
+        Profile::Typeform => pairs.push((
+            "Typeform-Signature".into(),
+            crate::auth::body_signature_header(&form_secret, "sha256=", body.as_bytes()),
+        )),
+        Profile::Tally => pairs
+            .push(("Tally-Signature".into(), crate::auth::body_signature_header(&form_secret, "", body.as_bytes()))),
+    }
+    Headers::new(pairs)
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn every_profile_takes_its_senders_documented_delivery_under_its_own_key() {
+    let (policy, whsec) = every_profile();
+    let sw_body = r#"{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"email":"a@x"}}"#;
+    let cases = [
+        (Profile::StaticForms, BODY, KEY),
+        (Profile::StandardWebhooks, sw_body, "standard-webhooks:msg_1"),
+        (
+            Profile::Typeform,
+            include_str!("../../tests/fixtures/typeform.json"),
+            "typeform:lT4Z3j:a3a12ec67a1365927098a606107fac15",
+        ),
+        (Profile::Tally, include_str!("../../tests/fixtures/tally.json"), "tally:2wgx4n"),
+    ];
+    for (profile, body, key) in cases {
+        let all = signed(profile, &whsec, "msg_1", body);
+        let deliver = |headers: &Headers, body: &str, policy: &Policy| {
+            receive(policy, &Delivery { profile, headers, body: body.as_bytes(), request_id: "req-1", now_millis: NOW })
+        };
+        let Step::Store(pending) = deliver(&all, body, &policy) else { panic!("{profile:?} refused") };
+        let item = item_from_wire(parse(pending.request.body.as_bytes()).unwrap().get("Item").unwrap()).unwrap();
+        let receipt = crate::receipt::Receipt::from_item(&item).unwrap();
+        assert_eq!((receipt.key.as_str(), receipt.profile), (key, profile));
+        // Only the headers the policy names for this profile: the same answer.
+        let named: Vec<(String, String)> = policy
+            .header_names(profile)
+            .filter_map(|name| all.get(name).map(|value| (String::from(name), String::from(value))))
+            .collect();
+        assert_eq!(deliver(&Headers::new(named), body, &policy), Step::Store(pending.clone()), "{profile:?}");
+        // Another profile's credential is not this one's.
+        let other = if profile == Profile::Tally { Profile::Typeform } else { Profile::Tally };
+        let wrong = deliver(&signed(other, &whsec, "msg_1", body), body, &policy);
+        assert!(matches!(wrong, Step::Respond(Outcome::Unauthenticated(..), _)), "{profile:?}: {wrong:?}");
+        // A body changed after signing is refused before it is read (Static Forms' bearer
+        // token does not sign the body).
+        let changed = body.replacen('{', "{ ", 1);
+        let answer = deliver(&all, &changed, &policy);
+        assert_eq!(matches!(answer, Step::Respond(Outcome::Unauthenticated(..), _)), profile != Profile::StaticForms);
+        // Disabled: 404, whatever the delivery.
+        let mut without = policy.clone();
+        without.senders.retain(|(p, _)| *p != profile);
+        assert_eq!(deliver(&all, body, &without), respond(Outcome::NotFound), "{profile:?}");
+    }
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_standard_webhooks_retry_is_the_same_bytes_and_other_bytes_are_other_content() {
+    let (policy, whsec) = every_profile();
+    let body = r#"{"type":"t","data":{"n":1.0}}"#;
+    let store = |body: &str| {
+        let headers = signed(Profile::StandardWebhooks, &whsec, "msg_9", body);
+        let delivery = Delivery {
+            profile: Profile::StandardWebhooks,
+            headers: &headers,
+            body: body.as_bytes(),
+            request_id: "req-1",
+            now_millis: NOW,
+        };
+        match receive(&policy, &delivery) {
+            Step::Store(pending) => pending,
+            other => panic!("{other:?}"),
+        }
+    };
+    let first = store(body);
+    let item = parse(first.request.body.as_bytes()).unwrap().get("Item").unwrap().to_text();
+    let old =
+        format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{item}}}"#);
+    assert_eq!(store(body).finish(classify_put(400, old.as_bytes())).response().status, 200);
+    // The same value, other bytes: a Standard Webhooks sender resends the same payload, so
+    // this is other content.
+    let other = store(r#"{"type":"t","data":{"n":1}}"#);
+    assert_eq!(other.finish(classify_put(400, old.as_bytes())), Outcome::KeyReused);
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn a_missing_or_odd_webhook_id_is_a_bad_key() {
+    let (policy, whsec) = every_profile();
+    let body = "{}";
+    for (id, expected) in [("", KeyError::Invalid), ("a\u{1}b", KeyError::Invalid)] {
+        // Signed with that ID, so authentication passes and the ID itself is judged.
+        let headers = signed(Profile::StandardWebhooks, &whsec, id, body);
+        let delivery = Delivery {
+            profile: Profile::StandardWebhooks,
+            headers: &headers,
+            body: body.as_bytes(),
+            request_id: "r",
+            now_millis: NOW,
+        };
+        assert_eq!(receive(&policy, &delivery), respond(Outcome::InvalidKey(expected)), "{id:?}");
+    }
+    assert_eq!(Outcome::InvalidKey(KeyError::Invalid).response().status, 400);
 }

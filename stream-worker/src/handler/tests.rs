@@ -96,7 +96,11 @@ fn key(id: &str) -> String {
 
 #[tokio::test]
 async fn an_insert_becomes_a_lead_and_a_completed_receipt() {
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     let response = handler.handle(event("insert.json"), None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
@@ -109,6 +113,7 @@ async fn an_insert_becomes_a_lead_and_a_completed_receipt() {
 #[tokio::test]
 async fn a_modify_that_replaced_an_expired_receipt_is_applied() {
     let handler = Handler {
+        mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), "2027-01-05T10:00:00.000Z")]),
     };
@@ -119,7 +124,8 @@ async fn a_modify_that_replaced_an_expired_receipt_is_applied() {
 
 #[tokio::test]
 async fn completions_and_ttl_removals_are_skipped() {
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler =
+        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
     for fixture in ["modify_completed.json", "remove_ttl.json"] {
         assert!(failures(&handler.handle(event(fixture), None).await).is_empty(), "{fixture}");
     }
@@ -129,7 +135,8 @@ async fn completions_and_ttl_removals_are_skipped() {
 #[tokio::test]
 async fn a_deleted_receipt_is_not_recreated() {
     // The lead is written, the receipt is gone: nothing to mark, nothing to retry.
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler =
+        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
     // That the update does not re-create it is the real store's condition:
@@ -140,7 +147,8 @@ async fn a_deleted_receipt_is_not_recreated() {
 async fn the_batch_stops_at_the_first_retryable_failure() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    let handler =
+        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
     handler.sink.fail("sub_3", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
     let response = handler.handle(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000203"]);
@@ -150,7 +158,11 @@ async fn the_batch_stops_at_the_first_retryable_failure() {
 
 #[tokio::test]
 async fn a_short_retry_after_is_waited_out_in_place() {
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     let busy = SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::from_millis(0)) };
     // Busy once: waited out in place, the second attempt succeeds, nothing is reported.
     handler.sink.fail("sub_1", busy, 1);
@@ -185,6 +197,7 @@ async fn a_short_retry_after_is_waited_out_in_place() {
 #[tokio::test]
 async fn poison_is_marked_failed_and_the_batch_goes_on() {
     let handler = Handler {
+        mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_p"), AT), (&key("sub_g"), AT)]),
     };
@@ -197,7 +210,11 @@ async fn poison_is_marked_failed_and_the_batch_goes_on() {
 
 #[tokio::test]
 async fn a_lead_the_sink_refuses_is_marked_failed() {
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     handler.sink.fail("sub_1", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(handler.receipts.status("sub_1"), Some(("FAILED", Some("sink_rejected".into()))));
@@ -206,7 +223,11 @@ async fn a_lead_the_sink_refuses_is_marked_failed() {
 #[tokio::test]
 async fn a_record_without_a_new_image_is_read_from_the_table_by_its_key() {
     // KEYS_ONLY: the receipt is read by its key, consistently, and processed as usual.
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     let stored = event("insert.json").records[0].change.new_image.clone();
     let wire = serde_json::to_vec(&stored).unwrap();
     let shared::stream::NewImage::Item(item) = NewImage::from_wire(&wire, || (None, None, None)) else { panic!() };
@@ -216,7 +237,8 @@ async fn a_record_without_a_new_image_is_read_from_the_table_by_its_key() {
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
     assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
     // A receipt gone since (TTL) is skipped, not retried and not re-created.
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler =
+        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
     assert!(failures(&handler.handle(event("keys_only.json"), None).await).is_empty());
     assert!(handler.sink.upserts.lock().unwrap().is_empty());
     // No image and no key: nothing to read by, so it is retried rather than skipped.
@@ -330,7 +352,11 @@ fn a_sink_takes_max_concurrent_records_unless_it_says_otherwise() {
 
 #[tokio::test(start_paused = true)]
 async fn no_more_than_max_concurrent_records_run_at_once_whatever_the_sink_allows() {
-    let handler = Handler { sink: TimedSink::new(100, Duration::from_secs(10), &[]), receipts: receipts_for(15) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: TimedSink::new(100, Duration::from_secs(10), &[]),
+        receipts: receipts_for(15),
+    };
     let started = Instant::now();
     let (response, tally) = handler.handle_counted(batch_of(15), None).await;
     assert!(failures(&response).is_empty());
@@ -344,7 +370,11 @@ async fn no_more_than_max_concurrent_records_run_at_once_whatever_the_sink_allow
 async fn with_records_running_together_each_is_still_started_only_within_the_deadline() {
     // 15 s left, 10 s per record, 10 at once: the first ten start at once and finish at 10 s;
     // the eleventh would end at 20 s, so it is reported unprocessed, and nothing after it runs.
-    let handler = Handler { sink: TimedSink::new(100, Duration::from_secs(10), &[]), receipts: receipts_for(15) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: TimedSink::new(100, Duration::from_secs(10), &[]),
+        receipts: receipts_for(15),
+    };
     let deadline = Instant::now() + Duration::from_secs(15);
     let (response, tally) = handler.handle_counted(batch_of(15), Some(deadline)).await;
     assert_eq!(failures(&response), [format!("{:021}", 311)]);
@@ -360,7 +390,11 @@ async fn a_record_without_keys_joins_the_lane_of_its_images_key() {
     batch.records[2] = batch.records[0].clone();
     batch.records[2].change.keys = serde_dynamo::Item::from(HashMap::<String, serde_dynamo::AttributeValue>::new());
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
-    let handler = Handler { sink: TimedSink::new(10, Duration::from_secs(10), &[]), receipts: five_receipts() };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: TimedSink::new(10, Duration::from_secs(10), &[]),
+        receipts: five_receipts(),
+    };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
     let sub_1: Vec<(u64, u64)> = handler.sink.calls().iter().filter(|c| c.0 == "sub_1").map(|c| (c.1, c.2)).collect();
@@ -373,7 +407,11 @@ async fn records_of_different_receipts_run_at_the_same_time_up_to_the_sinks_conc
     // Five records of 10 s each: 10 s in all with five at a time, 30 s with two (2 + 2 + 1).
     // A sink that says 0 still gets one at a time.
     for (concurrency, total) in [(5, 10), (2, 30), (1, 50), (0, 50), (MAX_CONCURRENT_RECORDS + 5, 10)] {
-        let handler = Handler { sink: TimedSink::new(concurrency, ten, &[]), receipts: five_receipts() };
+        let handler = Handler {
+            mapping: Default::default(),
+            sink: TimedSink::new(concurrency, ten, &[]),
+            receipts: five_receipts(),
+        };
         let started = Instant::now();
         let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
         assert!(failures(&response).is_empty());
@@ -391,7 +429,11 @@ async fn records_of_one_receipt_run_in_stream_order() {
     let mut batch = event("batch_of_five.json");
     batch.records[2] = batch.records[0].clone();
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
-    let handler = Handler { sink: TimedSink::new(10, Duration::from_secs(10), &[]), receipts: five_receipts() };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: TimedSink::new(10, Duration::from_secs(10), &[]),
+        receipts: five_receipts(),
+    };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
     let calls = handler.sink.calls();
@@ -409,7 +451,7 @@ async fn the_lowest_failed_record_is_reported_and_each_lead_is_counted_once() {
     // the lowest. sub_3 and sub_5 finished meanwhile (they started at once): counted as written
     // now, and absorbed when Lambda sends them again.
     let sink = TimedSink::new(10, ten, &[("sub_2", Duration::from_secs(5)), ("sub_4", Duration::from_secs(1))]);
-    let handler = Handler { sink, receipts: five_receipts() };
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!((tally.written, tally.retried_total()), (3, 1), "one retry: the batch handed back at sub_2");
@@ -422,7 +464,8 @@ async fn the_lowest_failed_record_is_reported_and_each_lead_is_counted_once() {
         e.records.drain(..1);
         e
     };
-    let handler = Handler { sink: TimedSink::new(10, ten, &[]), receipts: handler.receipts };
+    let handler =
+        Handler { mapping: Default::default(), sink: TimedSink::new(10, ten, &[]), receipts: handler.receipts };
     let (response, tally) = handler.handle_counted(rest, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!((tally.written, tally.absorbed), (2, 2), "sub_2 and sub_4 written, sub_3 and sub_5 absorbed");
@@ -436,7 +479,7 @@ async fn no_record_starts_after_a_failure_is_known() {
     // Two at a time: sub_1 fails after 1 s, sub_2 takes 10 s. sub_1's slot is free at 1 s, but
     // sub_3 to sub_5 are never started: the batch is already known to stop at sub_1.
     let sink = TimedSink::new(2, Duration::from_secs(10), &[("sub_1", Duration::from_secs(1))]);
-    let handler = Handler { sink, receipts: five_receipts() };
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000201"]);
     assert_eq!((tally.written, tally.retried_total()), (1, 1), "sub_2 was in flight and finished");
@@ -449,7 +492,7 @@ async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unproces
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
-    let handler = Handler { sink, receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler { mapping: Default::default(), sink, receipts: MemoryReceipts::with(&pairs) };
     // 25 s left: records 1 and 2 take 10 s each; at 20 s, record 3 would end at 30 s.
     let deadline = Instant::now() + Duration::from_secs(25);
     let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
@@ -468,6 +511,7 @@ async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unproces
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]);
     // The first record is always tried, however short the time: otherwise nothing moves.
     let handler = Handler {
+        mapping: Default::default(),
         sink: SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() },
         receipts: MemoryReceipts::with(&pairs),
     };
@@ -481,7 +525,7 @@ async fn a_record_whose_budget_ends_exactly_at_the_deadline_is_started() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
-    let handler = Handler { sink, receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler { mapping: Default::default(), sink, receipts: MemoryReceipts::with(&pairs) };
     // 20 s left: record 2 starts at 10 s with a 10 s budget, ending at the deadline itself.
     let deadline = Instant::now() + Duration::from_secs(20);
     let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
@@ -500,7 +544,11 @@ fn insert_with(change: impl FnOnce(&mut serde_json::Value)) -> Event {
 #[tokio::test]
 async fn a_payload_stored_as_text_with_an_odd_id_becomes_a_lead() {
     let id = "sub/8fK2+:é=";
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key(id), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key(id), AT)]),
+    };
     let event = insert_with(|image| {
         // Nested 24 levels, a number no f64 or DynamoDB number holds, the ID as the sender sent it.
         let deep = "[".repeat(20) + r#"{"x":1e400}"# + &"]".repeat(20);
@@ -520,7 +568,11 @@ async fn a_payload_stored_as_text_with_an_odd_id_becomes_a_lead() {
 #[tokio::test]
 async fn a_map_payload_nested_as_deep_as_a_body_may_be_is_read() {
     // Receipts stored before payloads became text: 31 body levels are 63 on the wire.
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     let event = insert_with(|image| {
         let mut nested = serde_json::json!({"S": "x"});
         for _ in 0..shared::json::MAX_DEPTH - 3 {
@@ -536,6 +588,7 @@ async fn a_map_payload_nested_as_deep_as_a_body_may_be_is_read() {
 #[tokio::test]
 async fn an_unreadable_image_is_poison_not_a_missing_one() {
     let handler = Handler {
+        mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT), (&key("sub_2"), AT)]),
     };
@@ -556,7 +609,11 @@ async fn an_unreadable_image_is_poison_not_a_missing_one() {
 
 #[tokio::test]
 async fn a_redelivered_record_never_changes_a_finished_receipt() {
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]) };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
     // The same record again, now refused by the sink: the receipt stays COMPLETED.
@@ -585,7 +642,8 @@ fn records_must_come_from_the_receipts_tables_stream() {
 async fn a_batch_is_counted_by_outcome_and_reason() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
-    let handler = Handler { sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    let handler =
+        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
     handler.sink.fail("sub_2", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
     handler.sink.fail("sub_4", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
@@ -610,7 +668,7 @@ async fn a_receipt_is_settled_by_key_on_the_same_path() {
     )
     .unwrap();
     receipts.1.lock().unwrap().insert(key("sub_1"), item);
-    let handler = Handler { sink: MemorySink::default(), receipts };
+    let handler = Handler { mapping: Default::default(), sink: MemorySink::default(), receipts };
     // Reconcile's cutoff before the receipt arrived: not overdue, left to the stream.
     assert_eq!(
         handler.settle_key(&key("sub_1"), Some("2026-11-30T06:00:00.000Z"), None).await,

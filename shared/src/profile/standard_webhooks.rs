@@ -1,0 +1,212 @@
+//! The `standard-webhooks` profile: any sender that signs per the Standard Webhooks
+//! specification (<https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md>).
+//!
+//! - Authentication: `webhook-id`, `webhook-timestamp`, `webhook-signature` (`v1,<base64>` of
+//!   the HMAC-SHA256 of `{id}.{timestamp}.{body}` under a `whsec_` secret), checked by
+//!   [`crate::auth`]; the timestamp within five minutes.
+//! - Identity: `webhook-id`, which the specification makes the idempotency key ("the same ID
+//!   on retries"). Any 1 to 1,024 bytes without a control character.
+//! - Body: any JSON document; its `type` member, when a string, is the receipt's event.
+//! - Fingerprint: the raw body ([`crate::fingerprint::fingerprint_raw`]): a retry resends the
+//!   same payload, so other bytes under the same ID are other content (422).
+//! - Lead: from configured JSON pointers ([`LeadPointers`]), by default `/data/name`,
+//!   `/data/email`, `/data/message`, and the other members of `/data` as `extra`.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+
+use crate::envelope::{is_valid_submission_id, Envelope};
+use crate::fingerprint::fingerprint_raw;
+use crate::headers::Headers;
+use crate::json::{self, Json};
+use crate::key::KeyError;
+use crate::lead::{as_text, Lead};
+use crate::profile::{Profile, Refusal};
+use crate::receipt::Receipt;
+
+/// Reads a delivery: its identity from `webhook-id`, the body as any JSON document.
+pub fn read(headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
+    let id = headers.get("webhook-id").ok_or(Refusal::Key(KeyError::Missing))?;
+    if !is_valid_submission_id(id) {
+        return Err(Refusal::Key(KeyError::Invalid));
+    }
+    let parsed = json::parse(body).map_err(|e| Refusal::Envelope(crate::envelope::EnvelopeError::InvalidJson(e)))?;
+    let event = String::from(parsed.get("type").and_then(Json::as_str).unwrap_or_default());
+    Ok(Envelope {
+        profile: Profile::StandardWebhooks,
+        submission_id: String::from(id),
+        event,
+        body: parsed,
+        fingerprint: fingerprint_raw(body),
+    })
+}
+
+/// Where a Standard Webhooks payload keeps a lead's fields: a JSON Pointer (RFC 6901) for each
+/// named field, and one for the object whose other members become `extra`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeadPointers {
+    /// The name's pointer (default `/data/name`).
+    pub name: String,
+    /// The email's pointer (default `/data/email`).
+    pub email: String,
+    /// The message's pointer (default `/data/message`).
+    pub message: String,
+    /// The object whose members, but for the named ones, are `extra` (default `/data`).
+    pub extra: String,
+}
+
+impl Default for LeadPointers {
+    fn default() -> LeadPointers {
+        LeadPointers {
+            name: String::from("/data/name"),
+            email: String::from("/data/email"),
+            message: String::from("/data/message"),
+            extra: String::from("/data"),
+        }
+    }
+}
+
+/// Why a pointer list was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeadPointersError;
+
+impl LeadPointers {
+    /// Reads `name=/data/full_name,email=/data/contact/email`: any of `name`, `email`,
+    /// `message`, `extra`, each at most once, each a JSON Pointer (`""` or starting with `/`);
+    /// the ones not given keep their defaults.
+    pub fn parse(text: &str) -> Result<LeadPointers, LeadPointersError> {
+        let mut pointers = LeadPointers::default();
+        let mut seen = [false; 4];
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (field, pointer) = part.split_once('=').ok_or(LeadPointersError)?;
+            let pointer = pointer.trim();
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                return Err(LeadPointersError);
+            }
+            let (index, slot) = match field.trim() {
+                "name" => (0, &mut pointers.name),
+                "email" => (1, &mut pointers.email),
+                "message" => (2, &mut pointers.message),
+                "extra" => (3, &mut pointers.extra),
+                _ => return Err(LeadPointersError),
+            };
+            if core::mem::replace(&mut seen[index], true) {
+                return Err(LeadPointersError);
+            }
+            *slot = String::from(pointer);
+        }
+        Ok(pointers)
+    }
+}
+
+/// The lead of a `standard-webhooks` receipt. Never fails: a pointer that names nothing gives
+/// an empty field, so every accepted delivery becomes a lead.
+pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
+    let text = |pointer: &str| receipt.payload.pointer(pointer).cloned().map(as_text).unwrap_or_default();
+    let mut extra = match receipt.payload.pointer(&pointers.extra) {
+        Some(Json::Object(members)) => members.clone(),
+        _ => BTreeMap::new(),
+    };
+    for named in [&pointers.name, &pointers.email, &pointers.message] {
+        if let Some(member) = member_of(&pointers.extra, named) {
+            extra.remove(&member);
+        }
+    }
+    Lead {
+        external_id: receipt.key.clone(),
+        name: text(&pointers.name),
+        email: text(&pointers.email),
+        message: text(&pointers.message),
+        extra,
+    }
+}
+
+/// The member name `pointer` names directly inside the object at `parent`, if it does.
+fn member_of(parent: &str, pointer: &str) -> Option<String> {
+    let token = pointer.strip_prefix(parent)?.strip_prefix('/')?;
+    if token.contains('/') {
+        return None;
+    }
+    Some(token.replace("~1", "/").replace("~0", "~"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::EnvelopeError;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// The example payload of the specification ("Payload structure").
+    const EXAMPLE: &str = r#"{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"1f81eb52-5198-4599-803e-771906343485","type":"contact","name":"Ada Lovelace","email":"ada@example.com","message":"Hi"}}"#;
+
+    fn headers(id: &str) -> Headers {
+        Headers::new([("webhook-id", id)])
+    }
+
+    fn receipt(body: &str) -> Receipt {
+        let envelope = read(&headers("msg_2KWPBgLlAfxdpx2AI54pPJ85f1W"), body.as_bytes()).unwrap();
+        Receipt::new(&envelope, Profile::StandardWebhooks.key(&envelope.submission_id), "r", 0, 1)
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_identity_is_the_webhook_id_and_the_fingerprint_the_raw_body() {
+        let envelope = read(&headers("msg_2KWPBgLlAfxdpx2AI54pPJ85f1W"), EXAMPLE.as_bytes()).unwrap();
+        assert_eq!(envelope.submission_id, "msg_2KWPBgLlAfxdpx2AI54pPJ85f1W");
+        assert_eq!(envelope.event, "contact.created");
+        assert_eq!(envelope.fingerprint, fingerprint_raw(EXAMPLE.as_bytes()));
+        let spaced = EXAMPLE.replace(',', ", ");
+        assert_ne!(read(&headers("m"), spaced.as_bytes()).unwrap().fingerprint, envelope.fingerprint);
+        // Any JSON document; no `type` is no event.
+        for body in ["[1]", "\"x\"", "{}", r#"{"type":7}"#] {
+            assert_eq!(read(&headers("m"), body.as_bytes()).map(|e| e.event), Ok(String::new()), "{body}");
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn refusals() {
+        assert_eq!(read(&Headers::default(), b"{}"), Err(Refusal::Key(KeyError::Missing)));
+        let long = "x".repeat(1025);
+        for bad in ["", "a\u{7f}", long.as_str()] {
+            assert_eq!(read(&headers(bad), b"{}"), Err(Refusal::Key(KeyError::Invalid)), "{bad:?}");
+        }
+        assert!(read(&headers(&"é".repeat(512)), b"{}").is_ok());
+        assert!(matches!(read(&headers("m"), b"{"), Err(Refusal::Envelope(EnvelopeError::InvalidJson(_)))));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_lead_follows_the_pointers() {
+        let lead = lead(&receipt(EXAMPLE), &LeadPointers::default());
+        assert_eq!(lead.external_id, "standard-webhooks:msg_2KWPBgLlAfxdpx2AI54pPJ85f1W");
+        assert_eq!(
+            (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
+            ("Ada Lovelace", "ada@example.com", "Hi")
+        );
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"id":"1f81eb52-5198-4599-803e-771906343485","type":"contact"}"#
+        );
+
+        let body = r#"{"data":{"person":{"full name":"Ada","mail":["a@x"]},"a/b":1,"n":12345678901234567890123}}"#;
+        let pointers =
+            LeadPointers::parse("name=/data/person/full name, email=/data/person/mail/0,message=/data/a~1b").unwrap();
+        let lead = super::lead(&receipt(body), &pointers);
+        assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str()), ("Ada", "a@x", "1"));
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"n":12345678901234567890123,"person":{"full name":"Ada","mail":["a@x"]}}"#
+        );
+        // Nothing where the pointers look: an empty lead, never a failure.
+        let lead = super::lead(&receipt("[]"), &LeadPointers::default());
+        assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str(), lead.extra.len()), ("", "", "", 0));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn pointer_lists() {
+        assert_eq!(LeadPointers::parse(""), Ok(LeadPointers::default()));
+        let whole = LeadPointers::parse("extra=,email=/e").unwrap();
+        assert_eq!((whole.extra.as_str(), whole.email.as_str(), whole.name.as_str()), ("", "/e", "/data/name"));
+        for bad in ["name", "name=data/x", "phone=/p", "name=/a,name=/b", "=/x"] {
+            assert_eq!(LeadPointers::parse(bad), Err(LeadPointersError), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The `tally` profile: Tally's `FORM_RESPONSE` webhooks (<https://tally.so/help/webhooks>).
+//!
+//! - Authentication: `Tally-Signature: <base64>`, the HMAC-SHA256 of the payload under the
+//!   webhook's signing secret (its text is the key). Tally's example signs
+//!   `JSON.stringify(payload)`, which is the body it sends; the raw body is what is checked.
+//! - Identity: `data.responseId`. Tally does not document whether `eventId` survives a retry;
+//!   the response is what must become one lead.
+//! - Body: `eventType` is `FORM_RESPONSE`; `data.fields`, when present, is an array.
+//! - Fingerprint: the canonical `data.fields` (what the respondent gave).
+//! - Lead: the first `INPUT_EMAIL` field, the first `TEXTAREA` as the message, the first
+//!   `INPUT_TEXT` whose label says "name"; every other field in `extra` under its label (its
+//!   `key` when the label is taken or empty), choice fields as their options' texts.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::envelope::{Envelope, EnvelopeError};
+use crate::fingerprint::fingerprint;
+use crate::json::Json;
+use crate::lead::{as_text, Lead, LeadError};
+use crate::profile::{expect_event, identity, parse_object, Profile};
+use crate::receipt::Receipt;
+
+/// The header that carries the signature.
+pub const SIGNATURE_HEADER: &str = "tally-signature";
+/// The one event accepted.
+pub const FORM_RESPONSE: &str = "FORM_RESPONSE";
+
+/// Reads a delivery's body.
+pub fn read(body: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let body = parse_object(body)?;
+    let event = expect_event(&body, "eventType", FORM_RESPONSE)?;
+    let data = body.get("data").filter(|d| matches!(d, Json::Object(_))).ok_or(EnvelopeError::MissingData)?;
+    let submission_id = identity(data.get("responseId"))?;
+    let fields = data.get("fields");
+    if fields.is_some_and(|f| !matches!(f, Json::Array(_))) {
+        return Err(EnvelopeError::AnswersNotArray);
+    }
+    let fingerprint = fingerprint(fields);
+    Ok(Envelope { profile: Profile::Tally, submission_id, event, body, fingerprint })
+}
+
+/// The lead of a `tally` receipt.
+pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
+    let fields = match receipt.payload.pointer("/data/fields") {
+        None | Some(Json::Null) => &[][..],
+        Some(Json::Array(fields)) => fields.as_slice(),
+        Some(_) => return Err(LeadError::AnswersNotArray),
+    };
+    let mut lead = Lead {
+        external_id: receipt.key.clone(),
+        name: String::new(),
+        email: String::new(),
+        message: String::new(),
+        extra: BTreeMap::new(),
+    };
+    let (mut have_name, mut have_email, mut have_message) = (false, false, false);
+    for field in fields {
+        let text = |name: &str| field.get(name).and_then(Json::as_str).unwrap_or_default();
+        let label = text("label");
+        let value = with_option_texts(field);
+        let slot = match text("type") {
+            "INPUT_EMAIL" if !have_email => Some((&mut lead.email, &mut have_email)),
+            "TEXTAREA" if !have_message => Some((&mut lead.message, &mut have_message)),
+            "INPUT_TEXT" if !have_name && label.to_lowercase().contains("name") => {
+                Some((&mut lead.name, &mut have_name))
+            }
+            _ => None,
+        };
+        match slot {
+            Some((target, have)) => {
+                *target = as_text(value);
+                *have = true;
+            }
+            None => {
+                let key = if label.is_empty() || lead.extra.contains_key(label) { text("key") } else { label };
+                lead.extra.entry(String::from(key)).or_insert(value);
+            }
+        }
+    }
+    Ok(lead)
+}
+
+/// A field's value, with a choice field's option IDs replaced by their texts (an ID without an
+/// option stays as it is).
+fn with_option_texts(field: &Json) -> Json {
+    let value = field.get("value").cloned().unwrap_or(Json::Null);
+    let (Json::Array(ids), Some(Json::Array(options))) = (&value, field.get("options")) else { return value };
+    let text_of = |id: &Json| {
+        options
+            .iter()
+            .find(|o| o.get("id") == Some(id))
+            .and_then(|o| o.get("text"))
+            .cloned()
+            .unwrap_or_else(|| id.clone())
+    };
+    Json::Array(ids.iter().map(text_of).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// Tally's documented example event, trimmed to six fields (<https://tally.so/help/webhooks>).
+    const EXAMPLE: &str = include_str!("../../tests/fixtures/tally.json");
+
+    fn receipt(body: &str) -> Receipt {
+        let envelope = read(body.as_bytes()).unwrap();
+        Receipt::new(&envelope, Profile::Tally.key(&envelope.submission_id), "r", 0, 1)
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_documented_example() {
+        let envelope = read(EXAMPLE.as_bytes()).unwrap();
+        assert_eq!((envelope.submission_id.as_str(), envelope.event.as_str()), ("2wgx4n", "FORM_RESPONSE"));
+        let lead = lead(&receipt(EXAMPLE)).unwrap();
+        assert_eq!(lead.external_id, "tally:2wgx4n");
+        assert_eq!(
+            (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
+            ("", "alice@example.com", "Hello world")
+        );
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"Multiple choice":["In progress"],"Phone number":"+32491223344","Text":"Hello","utm_campaign":"newsletter"}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_fingerprint_covers_the_fields_only() {
+        let of = |body: &str| read(body.as_bytes()).unwrap().fingerprint;
+        let base = of(EXAMPLE);
+        assert_eq!(of(&EXAMPLE.replace("a4cb511e-d513-4fa5-baee-b815d718dfd1", "another-event")), base);
+        assert_eq!(of(&EXAMPLE.replace("Webhook payload", "Renamed")), base);
+        assert_ne!(of(&EXAMPLE.replace("Hello world", "Hello, world")), base);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn refusals() {
+        let check = |body: &str, error| assert_eq!(read(body.as_bytes()).map(|_| ()), Err(error), "{body}");
+        check("7", EnvelopeError::NotAnObject);
+        check(r#"{"data":{}}"#, EnvelopeError::MissingEvent);
+        check(r#"{"eventType":"FORM_DELETED","data":{}}"#, EnvelopeError::UnsupportedEvent);
+        check(r#"{"eventType":"FORM_RESPONSE","data":[]}"#, EnvelopeError::MissingData);
+        check(r#"{"eventType":"FORM_RESPONSE","data":{"responseId":1}}"#, EnvelopeError::MissingSubmissionId);
+        check(r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"a\u0000"}}"#, EnvelopeError::InvalidSubmissionId);
+        check(r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":{}}}"#, EnvelopeError::AnswersNotArray);
+        assert!(read(br#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r"}}"#).is_ok());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn odd_fields_never_fail_the_lead() {
+        let body = r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":[
+            1, {"type":"INPUT_TEXT","label":"Full Name","value":"Grace"},
+            {"type":"INPUT_TEXT","label":"Name","key":"k2","value":"Second"},
+            {"label":"Name","key":"k3","value":null},
+            {"type":"CHECKBOXES","label":"","key":"k4","value":["x"],"options":[{"id":"y","text":"Y"}]}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!(lead.name, "Grace");
+        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"":null,"Name":"Second","k3":null,"k4":["x"]}"#);
+    }
+}

@@ -1,0 +1,201 @@
+//! The `typeform` profile: Typeform's `form_response` webhooks
+//! (<https://www.typeform.com/developers/webhooks/>).
+//!
+//! - Authentication: `Typeform-Signature: sha256=<base64>`, the HMAC-SHA256 of the raw body
+//!   under the webhook's secret (the secret's text is the key; "Secure your webhooks").
+//! - Identity: `form_response.form_id` and `form_response.token` (the response's ID), as
+//!   `<form_id>:<token>`. Typeform documents neither whether `event_id` survives a retry nor
+//!   that tokens are unique across forms; a response's token within its form is its identity.
+//! - Body: `event_type` is `form_response` (partial responses, `form_response_partial`, are
+//!   refused: they share the complete response's token with other answers); `answers`, when
+//!   present, is an array.
+//! - Fingerprint: the canonical `answers` and `hidden` (what the respondent gave); the form's
+//!   `definition` may change between a delivery and a retry without the response changing.
+//! - Lead: the first `email` answer, the first `long_text` answer as the message, the first
+//!   `short_text` answer whose question's title or ref says "name"; every other answer in
+//!   `extra` under its field's `ref` (from the answer or the form's `definition`, else the
+//!   field's `id`), its value as Typeform sends it, and the hidden fields under `hidden`.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+
+use crate::envelope::{Envelope, EnvelopeError};
+use crate::fingerprint::fingerprint;
+use crate::json::Json;
+use crate::lead::{as_text, Lead, LeadError};
+use crate::profile::{expect_event, identity, parse_object, Profile};
+use crate::receipt::Receipt;
+
+/// The header that carries the signature.
+pub const SIGNATURE_HEADER: &str = "typeform-signature";
+/// What precedes the base64 signature.
+pub const SIGNATURE_PREFIX: &str = "sha256=";
+/// The one event accepted.
+pub const FORM_RESPONSE: &str = "form_response";
+
+/// Reads a delivery's body.
+pub fn read(body: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let body = parse_object(body)?;
+    let event = expect_event(&body, "event_type", FORM_RESPONSE)?;
+    let response =
+        body.get("form_response").filter(|r| matches!(r, Json::Object(_))).ok_or(EnvelopeError::MissingData)?;
+    let form = identity(response.get("form_id"))?;
+    let token = identity(response.get("token"))?;
+    let submission_id = alloc::format!("{form}:{token}");
+    if !crate::envelope::is_valid_submission_id(&submission_id) {
+        return Err(EnvelopeError::InvalidSubmissionId);
+    }
+    if response.get("answers").is_some_and(|a| !matches!(a, Json::Array(_))) {
+        return Err(EnvelopeError::AnswersNotArray);
+    }
+    let fingerprint = fingerprint(Some(&content(response)));
+    Ok(Envelope { profile: Profile::Typeform, submission_id, event, body, fingerprint })
+}
+
+/// What the fingerprint covers: `{"answers": .., "hidden": ..}` (`null` for an absent one).
+fn content(response: &Json) -> Json {
+    let member = |name: &str| response.get(name).cloned().unwrap_or(Json::Null);
+    Json::Object(BTreeMap::from([
+        (String::from("answers"), member("answers")),
+        (String::from("hidden"), member("hidden")),
+    ]))
+}
+
+/// The lead of a `typeform` receipt.
+pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
+    let response = receipt.payload.get("form_response");
+    let answers = match response.and_then(|r| r.get("answers")) {
+        None | Some(Json::Null) => &[][..],
+        Some(Json::Array(answers)) => answers.as_slice(),
+        Some(_) => return Err(LeadError::AnswersNotArray),
+    };
+    // The questions, by field ID: (title, ref). Answers carry the ID, and not always the ref.
+    let questions: BTreeMap<&str, (&str, Option<&str>)> = match response.and_then(|r| r.pointer("/definition/fields")) {
+        Some(Json::Array(fields)) => fields
+            .iter()
+            .filter_map(|f| {
+                let text = |name: &str| f.get(name).and_then(Json::as_str);
+                Some((text("id")?, (text("title").unwrap_or_default(), text("ref"))))
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    let mut lead = Lead {
+        external_id: receipt.key.clone(),
+        name: String::new(),
+        email: String::new(),
+        message: String::new(),
+        extra: BTreeMap::new(),
+    };
+    let (mut have_name, mut have_email, mut have_message) = (false, false, false);
+    for answer in answers {
+        let field = answer.get("field");
+        let text = |name: &str| field.and_then(|f| f.get(name)).and_then(Json::as_str);
+        let id = text("id").unwrap_or_default();
+        let (title, defined_ref) = questions.get(id).copied().unwrap_or_default();
+        let reference = text("ref").or(defined_ref).filter(|r| !r.is_empty());
+        let value =
+            answer.get("type").and_then(Json::as_str).and_then(|t| answer.get(t)).cloned().unwrap_or(Json::Null);
+        let says_name = |s: &str| s.to_lowercase().contains("name");
+        let slot = match (answer.get("type").and_then(Json::as_str), text("type")) {
+            (Some("email"), _) if !have_email => Some((&mut lead.email, &mut have_email)),
+            (_, Some("long_text")) if !have_message => Some((&mut lead.message, &mut have_message)),
+            (_, Some("short_text")) if !have_name && (reference.is_some_and(says_name) || says_name(title)) => {
+                Some((&mut lead.name, &mut have_name))
+            }
+            _ => None,
+        };
+        match slot {
+            Some((target, have)) => {
+                *target = as_text(value);
+                *have = true;
+            }
+            None => {
+                let key = reference.unwrap_or(id);
+                lead.extra.entry(String::from(key)).or_insert(value);
+            }
+        }
+    }
+    if let Some(hidden) = response.and_then(|r| r.get("hidden")).filter(|h| !matches!(h, Json::Null)) {
+        lead.extra.insert(String::from("hidden"), hidden.clone());
+    }
+    Ok(lead)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// Typeform's documented example payload, trimmed to three questions
+    /// (<https://www.typeform.com/developers/webhooks/example-payload/>).
+    const EXAMPLE: &str = include_str!("../../tests/fixtures/typeform.json");
+
+    fn receipt(body: &str) -> Receipt {
+        let envelope = read(body.as_bytes()).unwrap();
+        Receipt::new(&envelope, Profile::Typeform.key(&envelope.submission_id), "r", 0, 1)
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_documented_example() {
+        let envelope = read(EXAMPLE.as_bytes()).unwrap();
+        assert_eq!(envelope.submission_id, "lT4Z3j:a3a12ec67a1365927098a606107fac15");
+        assert_eq!(envelope.event, "form_response");
+        let lead = lead(&receipt(EXAMPLE)).unwrap();
+        assert_eq!(lead.external_id, "typeform:lT4Z3j:a3a12ec67a1365927098a606107fac15");
+        assert_eq!(lead.email, "laura@example.com");
+        assert_eq!(lead.name, "Laura");
+        assert!(lead.message.starts_with("It's cold right now!"), "{}", lead.message);
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"hidden":{"user_id":"abc123456"},"readable_ref_multiple_choice":{"label":"London"}}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_fingerprint_covers_answers_and_hidden_fields_only() {
+        let of = |body: &str| read(body.as_bytes()).unwrap().fingerprint;
+        let base = of(EXAMPLE);
+        assert_eq!(of(&EXAMPLE.replace("Webhooks example", "Renamed form")), base);
+        assert_eq!(of(&EXAMPLE.replace("LtWXD3crgy", "another-event")), base);
+        assert_ne!(of(&EXAMPLE.replace("laura@example.com", "laura@example.org")), base);
+        assert_ne!(of(&EXAMPLE.replace("abc123456", "abc1234567")), base);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn refusals() {
+        let check = |body: &str, error| assert_eq!(read(body.as_bytes()).map(|_| ()), Err(error), "{body}");
+        check("[]", EnvelopeError::NotAnObject);
+        check(r#"{"form_response":{}}"#, EnvelopeError::MissingEvent);
+        check(r#"{"event_type":"form_response_partial","form_response":{}}"#, EnvelopeError::UnsupportedEvent);
+        check(r#"{"event_type":"form_response"}"#, EnvelopeError::MissingData);
+        check(r#"{"event_type":"form_response","form_response":{"token":"t"}}"#, EnvelopeError::MissingSubmissionId);
+        check(r#"{"event_type":"form_response","form_response":{"form_id":"f"}}"#, EnvelopeError::MissingSubmissionId);
+        check(
+            r#"{"event_type":"form_response","form_response":{"form_id":"f","token":""}}"#,
+            EnvelopeError::InvalidSubmissionId,
+        );
+        let long = alloc::format!(
+            r#"{{"event_type":"form_response","form_response":{{"form_id":"f","token":"{}"}}}}"#,
+            "t".repeat(1023)
+        );
+        check(&long, EnvelopeError::InvalidSubmissionId);
+        check(
+            r#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t","answers":{}}}"#,
+            EnvelopeError::AnswersNotArray,
+        );
+        assert!(read(br#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t"}}"#).is_ok());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn odd_answers_never_fail_the_lead() {
+        let body = r#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t","answers":[
+            7, {"type":"number"}, {"type":"email","email":"a@x","field":{"id":"e1"}},
+            {"type":"email","email":"b@x","field":{"id":"e2","ref":"second"}},
+            {"type":"text","text":"Grace","field":{"id":"n","type":"short_text","ref":"full_name"}},
+            {"type":"boolean","boolean":true,"field":{"id":"b","ref":""}}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str()), ("Grace", "a@x", ""));
+        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"":null,"b":true,"second":"b@x"}"#);
+    }
+}

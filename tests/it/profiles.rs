@@ -1,0 +1,221 @@
+//! Every sender profile through the real path: the built Worker in workerd with every profile
+//! enabled, a fault proxy, the signature-checking store and its stream, and the stream worker
+//! writing leads to SQLite. Deliveries are each sender's documented example payload, signed as
+//! the sender documents (Standard Webhooks by the reference `standardwebhooks` library).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use shared::profile::Profile;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::Sink;
+use tests::aws::sdk_config;
+use tests::delivery::BEARER;
+use tests::edge::Edge;
+use tests::http::Answer;
+use tests::ministack::Ministack;
+use tests::proxy::{FaultProxy, Mode};
+use tests::senders;
+use tests::worker;
+use tests::TempDir;
+
+const TABLE: &str = "receipts";
+const PROFILES: [Profile; 4] = Profile::ALL;
+
+/// Every part of the path, running, with every profile enabled (or those in `profiles`).
+struct Path {
+    store: Ministack,
+    proxy: FaultProxy,
+    edge: Edge,
+    config: aws_config::SdkConfig,
+    dir: TempDir,
+}
+
+async fn path(profiles: Option<&str>) -> Path {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let edge_key = store.iam_access_key("edge");
+    let worker_key = store.iam_access_key("worker");
+    let proxy = FaultProxy::start(store.port);
+    let mut bindings = vec![
+        ("RECEIPTS_TABLE", TABLE.into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("DYNAMODB_ENDPOINT", proxy.endpoint()),
+        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
+        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
+        ("STORE_TIMEOUT_MS", "1000".into()),
+        ("WEBHOOK_BEARER_TOKENS", BEARER.into()),
+    ];
+    bindings.extend(senders::bindings());
+    if let Some(profiles) = profiles {
+        bindings.retain(|(name, _)| *name != "WEBHOOK_PROFILES");
+        bindings.push(("WEBHOOK_PROFILES", profiles.into()));
+    }
+    let edge = Edge::start(&bindings);
+    let config = sdk_config(&store, &worker_key).await;
+    Path { store, proxy, edge, config, dir: TempDir::new("profiles") }
+}
+
+impl Path {
+    /// Sends `profile`'s delivery of `body` for `id`, signed with `secret` (the configured one
+    /// when `None`).
+    fn send(&self, profile: Profile, id: &str, body: &[u8], secret: Option<&str>) -> Answer {
+        let headers = senders::headers(profile, id, body, secret);
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        self.edge.request("POST", profile.path(), &refs, body)
+    }
+
+    async fn drain(&self) {
+        let receipts: DynamoReceipts = worker::receipts(&self.config, TABLE);
+        let path = self.dir.0.join("leads.db").display().to_string();
+        let handler = Handler {
+            sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
+            receipts,
+            mapping: Default::default(),
+        };
+        worker::drain(&worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json")), &handler).await;
+    }
+
+    /// Receipts as `pk -> (profile, status)`.
+    fn receipts(&self) -> BTreeMap<String, (String, String)> {
+        let text = |item: &serde_json::Value, name: &str| item[name]["S"].as_str().unwrap_or_default().to_owned();
+        self.store.scan(TABLE).iter().map(|i| (text(i, "pk"), (text(i, "profile"), text(i, "status")))).collect()
+    }
+
+    /// Leads as `external_id -> (name, email, message, upsert_count)`.
+    fn leads(&self) -> BTreeMap<String, (String, String, String, i64)> {
+        let Ok(connection) = rusqlite::Connection::open(self.dir.0.join("leads.db")) else { return BTreeMap::new() };
+        let mut statement =
+            connection.prepare("SELECT external_id, name, email, message, upsert_count FROM leads").unwrap();
+        statement
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn each_profile_retried_raced_forged_and_changed_gives_one_receipt_and_one_lead() {
+    let p = path(None).await;
+    let mut expected = BTreeMap::new();
+    for profile in PROFILES {
+        let name = profile.name();
+        let (id, raced) = (format!("{name}-retried-1"), format!("{name}-raced-1"));
+        let body = senders::body(profile, &id, "first words");
+        let first = p.send(profile, &id, &body, None);
+        assert_eq!(first.status, 202, "{name}: {}", first.body);
+        // The sender retries (a lost answer, a timeout): the same delivery, signed anew.
+        let retry = p.send(profile, &id, &body, None);
+        assert_eq!((retry.status, retry.json()["duplicate"].clone()), (200, json!(true)), "{name}: {}", retry.body);
+        // Other content under the same identity.
+        let changed = p.send(profile, &id, &senders::body(profile, &id, "other words"), None);
+        assert_eq!(changed.status, 422, "{name}: {}", changed.body);
+        // A wrong secret: refused, nothing stored.
+        let forged_id = format!("{name}-forged-1");
+        let forged =
+            p.send(profile, &forged_id, &senders::body(profile, &forged_id, "x"), Some("whsec_bm90LXRoZS1zZWNyZXQ="));
+        assert_eq!(forged.status, 401, "{name}: {}", forged.body);
+        // Eight copies at once: one stores, the others find its receipt.
+        let raced_body = senders::body(profile, &raced, "raced words");
+        let next = AtomicUsize::new(0);
+        let statuses: Vec<u16> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        next.fetch_add(1, Ordering::Relaxed);
+                        p.send(profile, &raced, &raced_body, None).status
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{name}: {statuses:?}");
+        assert!(statuses.iter().all(|s| *s == 200 || *s == 202), "{name}: {statuses:?}");
+        for (id, message) in [(id, "first words"), (raced, "raced words")] {
+            let (key, lead) = senders::keys(profile, &id);
+            expected.insert(key, (name.to_owned(), lead, message));
+        }
+    }
+    p.drain().await;
+    let receipts = p.receipts();
+    assert_eq!(receipts.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>(), "one receipt each");
+    for (key, (profile, _, _)) in &expected {
+        assert_eq!(receipts[key], (profile.clone(), "COMPLETED".to_owned()), "{key}");
+    }
+    let leads = p.leads();
+    assert_eq!(leads.len(), expected.len(), "{leads:?}");
+    for (key, (profile, lead_key, message)) in &expected {
+        let (name, email, stored_message, upserts) = &leads[lead_key];
+        assert_eq!((stored_message.as_str(), *upserts), (*message, 1), "{key}");
+        // Each sender's fields, mapped by its profile.
+        let (want_name, want_email) = match profile.as_str() {
+            "staticforms" => (tests::delivery::VISITOR_NAME, tests::delivery::VISITOR_EMAIL),
+            "standard-webhooks" => ("Grace Hopper", "grace@example.com"),
+            "typeform" => ("Laura", "laura@example.com"),
+            _ => ("", "alice@example.com"),
+        };
+        assert_eq!((name.as_str(), email.as_str()), (want_name, want_email), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn a_store_outage_is_503_with_nothing_claimed_and_the_retry_stores_it_once() {
+    let p = path(None).await;
+    for profile in PROFILES {
+        let id = format!("{}-outage-1", profile.name());
+        let body = senders::body(profile, &id, "during the outage");
+        let (key, lead) = senders::keys(profile, &id);
+        for mode in [
+            Mode::Refuse,
+            Mode::Answer(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
+        ] {
+            p.proxy.set(mode);
+            let answer = p.send(profile, &id, &body, None);
+            assert_eq!(answer.status, 503, "{key}: {}", answer.body);
+            assert!(answer.header("Retry-After").is_some(), "{key}");
+            assert!(!p.receipts().contains_key(&key), "{key}: nothing stored");
+        }
+        // The write happens, the answer is lost: still 503, and the retry is the duplicate.
+        p.proxy.set(Mode::DropResponse { times: 1 });
+        assert_eq!(p.send(profile, &id, &body, None).status, 503, "{key}");
+        p.proxy.set(Mode::PassThrough);
+        assert_eq!(p.send(profile, &id, &body, None).status, 200, "{key}");
+        p.drain().await;
+        assert_eq!(p.leads().get(&lead).map(|l| l.3), Some(1), "{key}: one lead");
+    }
+}
+
+#[tokio::test]
+async fn the_same_raw_id_from_every_profile_is_a_receipt_and_a_lead_each_and_a_disabled_route_is_404() {
+    let p = path(None).await;
+    for profile in PROFILES {
+        let answer = p.send(profile, "shared-id-7", &senders::body(profile, "shared-id-7", "hello"), None);
+        assert_eq!(answer.status, 202, "{}: {}", profile.name(), answer.body);
+    }
+    p.drain().await;
+    let receipts = p.receipts();
+    let leads = p.leads();
+    assert_eq!(receipts.len(), PROFILES.len(), "{receipts:?}");
+    assert_eq!(leads.len(), PROFILES.len(), "{leads:?}");
+    for profile in PROFILES {
+        let (key, lead) = senders::keys(profile, "shared-id-7");
+        assert_eq!(receipts[&key], (profile.name().to_owned(), "COMPLETED".to_owned()));
+        assert_eq!(leads[&lead].3, 1);
+    }
+
+    // Only Static Forms enabled: the other routes do not exist, and nothing is stored.
+    let only = path(Some("staticforms")).await;
+    for profile in [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally] {
+        let body = senders::body(profile, "off-1", "x");
+        assert_eq!(only.send(profile, "off-1", &body, None).status, 404, "{}", profile.name());
+    }
+    assert!(only.receipts().is_empty());
+    assert_eq!(
+        only.send(Profile::StaticForms, "on-1", &senders::body(Profile::StaticForms, "on-1", "x"), None).status,
+        202
+    );
+}
