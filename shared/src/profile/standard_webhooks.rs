@@ -4,11 +4,13 @@
 //! - Authentication: `webhook-id`, `webhook-timestamp`, `webhook-signature` (`v1,<base64>` of
 //!   the HMAC-SHA256 of `{id}.{timestamp}.{body}` under a `whsec_` secret), checked by
 //!   [`crate::auth`]; the timestamp within five minutes.
-//! - Identity: `webhook-id`, which the specification makes the idempotency key ("the same ID
-//!   on retries"). Any 1 to 1,024 bytes without a control character.
+//! - Identity: `webhook-id`, which the specification keeps the same on every retry and calls
+//!   the idempotency key. Any 1 to 1,024 bytes without a control character. IDs are unique per
+//!   producer, so the route serves one producer (its secrets are for rotation).
 //! - Body: any JSON document; its `type` member, when a string, is the receipt's event.
-//! - Fingerprint: the raw body ([`crate::fingerprint::fingerprint_raw`]): a retry resends the
-//!   same payload, so other bytes under the same ID are other content (422).
+//! - Fingerprint: the raw body ([`crate::fingerprint::fingerprint_raw`]): other bytes under the
+//!   same ID are other content (422). The specification keeps the ID across retries; it does not
+//!   promise the same bytes, so a producer that serializes differently on a retry gets 422.
 //! - Lead: from configured JSON pointers ([`LeadPointers`]), by default `/data/name`,
 //!   `/data/email`, `/data/message`, and the other members of `/data` as `extra`.
 

@@ -2,11 +2,13 @@
 //!
 //! - Authentication: `Tally-Signature: <base64>`, the HMAC-SHA256 of the payload under the
 //!   webhook's signing secret (its text is the key). Tally's example signs
-//!   `JSON.stringify(payload)`, which is the body it sends; the raw body is what is checked.
+//!   `JSON.stringify(payload)` of the parsed body; the raw body is what is checked here, which is
+//!   the same bytes when Tally sends `JSON.stringify`'s output (likely, not documented).
 //! - Identity: `data.responseId`. Tally does not document whether `eventId` survives a retry;
 //!   the response is what must become one lead.
 //! - Body: `eventType` is `FORM_RESPONSE`; `data.fields`, when present, is an array.
-//! - Fingerprint: the canonical `data.fields` (what the respondent gave).
+//! - Fingerprint: each field's `key` and `value` (what the respondent gave), canonical; labels
+//!   and option texts belong to the form and may change between a delivery and a retry.
 //! - Lead: the first `INPUT_EMAIL` field, the first `TEXTAREA` as the message, the first
 //!   `INPUT_TEXT` whose label says "name"; every other field in `extra` under its label (its
 //!   `key` when the label is taken or empty), choice fields as their options' texts.
@@ -37,8 +39,18 @@ pub fn read(body: &[u8]) -> Result<Envelope, EnvelopeError> {
     if fields.is_some_and(|f| !matches!(f, Json::Array(_))) {
         return Err(EnvelopeError::AnswersNotArray);
     }
-    let fingerprint = fingerprint(fields);
+    let fingerprint = fingerprint(Some(&answers(fields)));
     Ok(Envelope { profile: Profile::Tally, submission_id, event, body, fingerprint })
+}
+
+/// What the fingerprint covers: `[[key, value], ...]` of the fields (`null` when absent).
+fn answers(fields: Option<&Json>) -> Json {
+    let Some(Json::Array(fields)) = fields else { return Json::Null };
+    let pair = |f: &Json| {
+        let member = |name: &str| f.get(name).cloned().unwrap_or(Json::Null);
+        Json::Array(alloc::vec![member("key"), member("value")])
+    };
+    Json::Array(fields.iter().map(pair).collect())
 }
 
 /// The lead of a `tally` receipt.
@@ -133,7 +145,10 @@ mod tests {
         let base = of(EXAMPLE);
         assert_eq!(of(&EXAMPLE.replace("a4cb511e-d513-4fa5-baee-b815d718dfd1", "another-event")), base);
         assert_eq!(of(&EXAMPLE.replace("Webhook payload", "Renamed")), base);
+        // The form's labels and option texts are not the respondent's answer.
+        assert_eq!(of(&EXAMPLE.replace("\"Long text\"", "\"Your message\"").replace("In progress", "Doing")), base);
         assert_ne!(of(&EXAMPLE.replace("Hello world", "Hello, world")), base);
+        assert_ne!(of(&EXAMPLE.replace("question_3Nrpl3", "question_3Nrpl4")), base);
     }
 
     #[wasm_bindgen_test(unsupported = test)]

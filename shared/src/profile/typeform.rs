@@ -6,9 +6,9 @@
 //! - Identity: `form_response.form_id` and `form_response.token` (the response's ID), as
 //!   `<form_id>:<token>`. Typeform documents neither whether `event_id` survives a retry nor
 //!   that tokens are unique across forms; a response's token within its form is its identity.
-//! - Body: `event_type` is `form_response` (partial responses, `form_response_partial`, are
-//!   refused: they share the complete response's token with other answers); `answers`, when
-//!   present, is an array.
+//! - Body: `event_type` is `form_response`; partial responses (`form_response_partial`, which a
+//!   webhook may subscribe to) are refused with 400, since a 2xx needs a stored receipt and this
+//!   profile stores complete responses only; `answers`, when present, is an array.
 //! - Fingerprint: the canonical `answers` and `hidden` (what the respondent gave); the form's
 //!   `definition` may change between a delivery and a retry without the response changing.
 //! - Lead: the first `email` answer, the first `long_text` answer as the message, the first

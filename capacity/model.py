@@ -1,0 +1,142 @@
+"""The steady-state model: for a delivery rate, each stage's load, documented limit and headroom,
+the first bottleneck per sink and what to configure there, and the cost per million deliveries.
+Every figure comes from params.py."""
+import math
+from dataclasses import dataclass
+
+from params import DUPLICATES, SECONDS_PER_MONTH, value as v
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class Sink:
+    """How the stream worker writes leads to one sink."""
+    name: str
+    lanes: int            # records of one batch in flight at once (handler.rs)
+    calls_per_lead: int   # API calls per lead, one after another
+    call_ms: float        # latency of one call (assumed)
+    calls_per_s: float    # the sink's documented (or assumed) rate limit, calls per second
+    limit_name: str
+    limit_advice: str
+    connections: bool = False  # one connection per concurrent batch (PostgreSQL)
+
+
+SINKS = [
+    Sink("webhook", int(v("worker_lanes")), 1, v("webhook_call_ms"), v("webhook_rate_per_s"),
+         "your receiver's rate (assumed 1,000/s)", "scale the receiver; the stream worker sends one request per lead"),
+    Sink("postgres", int(v("worker_lanes")), 1, v("postgres_statement_ms"), math.inf,
+         "max_connections", "a connection pooler (RDS Proxy, PgBouncer) or a lower ParallelizationFactor",
+         connections=True),
+    Sink("hubspot", 1, int(v("hubspot_calls_per_lead")), v("hubspot_call_ms"), v("hubspot_calls_per_10s") / 10,
+         "HubSpot 100 calls/10 s (Free/Starter)",
+         "the API limit add-on (250/10 s), and batch upserts of up to 100 inputs per call (the sink sends one)"),
+    Sink("salesforce", int(v("worker_lanes")), 1, v("salesforce_call_ms"), v("salesforce_calls_per_day") / 86_400,
+         "Salesforce 150,000 calls/24 h (Enterprise, 50 licenses)",
+         "sObject Collections upserts of up to 200 records per call (the sink sends one), or more API calls"),
+]
+
+
+def wru(size_bytes):
+    """Write request units for one write of an item of this size (1 KB each, rounded up)."""
+    return max(1, math.ceil(size_bytes / KB))
+
+
+def writes_per_delivery():
+    """(table WRU, index WRU) per delivery: a new receipt is its PutItem and its COMPLETED update
+    (each the item's size) on the table, and an index entry written then deleted; a duplicate
+    is a conditional PutItem that fails, which still consumes the existing item's size."""
+    item = wru(v("receipt_item_bytes"))
+    new, duplicate = 1 - DUPLICATES, DUPLICATES
+    table = new * (item + item) + duplicate * item
+    index = new * (wru(v("index_entry_bytes")) * 2)
+    return table, index
+
+
+def shards(rate):
+    """Stream shards: one per table partition (assumed), partitions by write throughput."""
+    table, _ = writes_per_delivery()
+    partitions = max(1, math.ceil(rate * table / v("ddb_partition_wru_per_s")))
+    return max(1, math.ceil(partitions * v("shards_per_partition")))
+
+
+def record_seconds(sink):
+    """One record's time in the stream worker: the sink's calls in turn, then the receipt update."""
+    return (sink.calls_per_lead * sink.call_ms + v("receipt_update_ms")) / 1000
+
+
+def invocation_rate(sink, batch=None):
+    """Records per second one invocation works through with full batches."""
+    batch = batch or v("esm_batch_size")
+    seconds = math.ceil(batch / sink.lanes) * record_seconds(sink) + v("invocation_overhead_ms") / 1000
+    return batch / seconds
+
+
+def stages(rate, sink, parallelization=None):
+    """[(stage, load, limit, unit, advice)] at `rate` deliveries per second."""
+    parallelization = parallelization or v("esm_parallelization")
+    new = rate * (1 - DUPLICATES)
+    table, index = writes_per_delivery()
+    n = shards(rate)
+    concurrent = n * parallelization
+    rows = [
+        ("Workers Free: requests/day", rate * 86_400, v("workers_free_requests_per_day"), "requests/day",
+         "the Workers Paid plan (no documented request rate limit)"),
+        ("Workers Free: CPU per delivery", v("edge_cpu_ms"), v("workers_free_cpu_ms"), "ms", "the Paid plan"),
+        ("Workers Free: subrequests per delivery", v("edge_subrequests"), v("workers_free_subrequests"),
+         "subrequests", "none needed"),
+        ("DynamoDB table writes", rate * table, v("ddb_table_wru_per_s"), "WRU/s",
+         "raise the table's on-demand throughput quota (Service Quotas); a new table takes 4,000 WRU/s at once"),
+        ("pending index, per key value", rate * index / 16, v("ddb_partition_wru_per_s"), "WRU/s",
+         "more pendingShard values (PENDING_SHARDS in shared/src/receipt.rs)"),
+        ("Lambda concurrency (shards x ParallelizationFactor)", concurrent,
+         v("lambda_account_concurrency"), "executions", "raise the account's concurrency quota"),
+        ("stream worker", new, concurrent * invocation_rate(sink), "records/s",
+         "ParallelizationFactor (up to 10) and BatchSize (up to 10,000)"),
+        (f"{sink.name} rate limit", new * sink.calls_per_lead, sink.calls_per_s, "calls/s", sink.limit_advice),
+    ]
+    if sink.connections:
+        rows.append(("postgres connections", concurrent + 1,
+                     v("postgres_max_connections"), "connections", sink.limit_advice))
+    return rows
+
+
+def first_bottleneck(rate, sink, parallelization=None):
+    """The stage with the least headroom (limit / load) that is not a per-request ceiling, and its headroom."""
+    # The Workers Free plan's ceilings are per request or per day; at scale the plan is Paid.
+    rows = [r for r in stages(rate, sink, parallelization) if not r[0].startswith("Workers Free")]
+    name, load, limit, _, advice = min(rows, key=lambda r: r[2] / r[1] if r[1] else math.inf)
+    return name, limit / load if load else math.inf, advice
+
+
+def capacity(sink, rate=1, parallelization=None):
+    """Leads per second the path sustains to `sink` (the stream worker or the sink's limit)."""
+    parallelization = parallelization or v("esm_parallelization")
+    consumer = shards(rate) * parallelization * invocation_rate(sink)
+    return min(consumer, sink.calls_per_s / sink.calls_per_lead)
+
+
+def cost_per_million(rate, sink):
+    """USD per million deliveries at a steady `rate`, by term (a month at that rate)."""
+    month = rate * SECONDS_PER_MONTH
+    millions = month / 1e6
+    new = 1 - DUPLICATES
+    table, index = writes_per_delivery()
+    cpu_ms = month * v("edge_cpu_ms")
+    workers = (v("workers_monthly_minimum_usd")
+               + max(0.0, month - v("workers_included_requests")) / 1e6 * v("workers_usd_per_million_requests")
+               + max(0.0, cpu_ms - v("workers_included_cpu_ms")) / 1e6 * v("workers_usd_per_million_cpu_ms"))
+    dynamodb_writes = month * (table + index) / 1e6 * v("ddb_usd_per_million_wru")
+    stored_gb = month * new * v("receipt_item_bytes") / 1e9 * v("retention_days") / 30
+    dynamodb_storage = stored_gb * v("ddb_usd_per_gb_month")
+    # Lambda: batches fill up to BatchSize within the batching window, per shard.
+    per_shard = month * new / shards(rate) / SECONDS_PER_MONTH
+    batch = min(v("esm_batch_size"), max(1.0, per_shard * v("esm_batching_window_s")))
+    invocations = month * new / batch
+    seconds = invocations * (math.ceil(batch / sink.lanes) * record_seconds(sink) + v("invocation_overhead_ms") / 1000)
+    lam = (invocations / 1e6 * v("lambda_usd_per_million_requests")
+           + seconds * v("lambda_memory_gb") * v("lambda_usd_per_gb_s"))
+    alarms = v("alarms") * v("alarm_usd_per_month")
+    terms = {"Workers": workers, "DynamoDB writes": dynamodb_writes, "DynamoDB storage": dynamodb_storage,
+             "Lambda": lam, "CloudWatch alarms": alarms}
+    return {name: usd / millions for name, usd in terms.items()}

@@ -1,0 +1,149 @@
+"""The report (`target/capacity/report.md`) and its chart (`backlog.svg`): the model's tables at
+each rate, the costs, and the simulated bursts."""
+import math
+
+import model
+import simulate
+from params import DUPLICATES, FIGURES, RATES, READ_ON, value as v
+
+
+def number(x, digits=0):
+    if x is None:
+        return "-"
+    if x == math.inf:
+        return "no limit"
+    if abs(x) >= 100 or digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"
+
+
+def duration(seconds):
+    if seconds is None:
+        return "-"
+    if seconds == math.inf:
+        return "any"
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min"
+
+
+def scenarios(seed):
+    """The bursts the report simulates: an hour above each CRM's limit as deployed, and a long
+    one with and without the reconcile job, the stream keeping records up to its 24 hours."""
+    hubspot, salesforce = model.SINKS[2], model.SINKS[3]
+    day = 86_400
+
+    def limited(name, sink, burst_seconds, horizon, **changes):
+        return simulate.Scenario(
+            name=name, base_rate=1, burst_rate=10, burst_start_s=3_600, burst_seconds=burst_seconds,
+            horizon_s=horizon, stream_capacity=model.shards(1) * model.invocation_rate(sink),
+            sink_capacity=sink.calls_per_s / sink.calls_per_lead, reconcile_capacity=1 / model.record_seconds(sink),
+            seed=seed, **changes)
+
+    return [
+        limited("HubSpot Free/Starter, 10/s for 1 h", hubspot, 3_600, 9 * 3_600),
+        limited("Salesforce 150,000 calls/day, 10/s for 1 h", salesforce, 3_600, 16 * 3_600),
+        limited("HubSpot, 10/s for 30 h, no maximum record age, reconcile on", hubspot, 30 * 3_600, 4 * day,
+                max_record_age_s=None),
+        limited("HubSpot, 10/s for 30 h, no maximum record age, no reconcile", hubspot, 30 * 3_600, 4 * day,
+                max_record_age_s=None, reconcile=False),
+    ]
+
+
+def chart(results):
+    """An SVG of the backlog over time, one line per scenario (hours on x, receipts on y)."""
+    width, height, left, bottom, top, right = 760, 360, 70, 40, 30, 20
+    horizon = max(r.scenario.horizon_s for r in results[:2])
+    peak = max(x.backlog for r in results[:2] for x in r.steps) or 1
+    scale_y = 10 ** math.floor(math.log10(peak))
+    top_y = math.ceil(peak / scale_y) * scale_y
+    px = lambda t: left + (width - left - right) * t / horizon
+    py = lambda n: height - bottom - (height - bottom - top) * n / top_y
+    colours = ["#1f77b4", "#d62728"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="18" font-size="14">Receipts waiting for their lead (backlog) during a 1-hour burst above the CRM limit</text>']
+    for i in range(0, int(horizon // 3600) + 1, 2):
+        x = px(i * 3600)
+        out.append(f'<line x1="{x:.1f}" y1="{height - bottom}" x2="{x:.1f}" y2="{top}" stroke="#eee"/>')
+        out.append(f'<text x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle">{i} h</text>')
+    for k in range(0, 6):
+        n = top_y * k / 5
+        y = py(n)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{number(n)}</text>')
+    out.append(f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="black"/>')
+    out.append(f'<line x1="{left}" y1="{height - bottom}" x2="{left}" y2="{top}" stroke="black"/>')
+    for i, result in enumerate(results[:2]):
+        points = " ".join(f"{px(x.t):.1f},{py(x.backlog):.1f}" for x in result.steps)
+        out.append(f'<polyline fill="none" stroke="{colours[i]}" stroke-width="2" points="{points}"/>')
+        out.append(f'<text x="{width - right - 330}" y="{top + 18 + 16 * i}" fill="{colours[i]}">{result.scenario.name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def render(seed=7):
+    """(report markdown, chart SVG) for `seed`."""
+    lines = [f"# Capacity and cost: `make capacity` (seed {seed})", "",
+             f"Deliveries with {DUPLICATES:.0%} duplicates. Figures from `capacity/params.py` "
+             f"(pages read {READ_ON}; docs/capacity.md explains the model). Headroom = limit / load; "
+             "below 1 the stage is overloaded.", ""]
+
+    webhook = model.SINKS[0]
+    lines += ["## Every stage at each rate", "",
+              "| stage | " + " | ".join(f"{r:,}/s" for r in RATES) + " |",
+              "|---|" + "---|" * len(RATES)]
+    for i, row in enumerate(model.stages(1, webhook)[:-1]):
+        cells = []
+        for rate in RATES:
+            _, load, limit, unit, _ = model.stages(rate, webhook)[i]
+            cells.append(f"{number(load, 1)} / {number(limit, 1)} {unit} ({number(limit / load, 2)}x)")
+        lines.append(f"| {row[0]} | " + " | ".join(cells) + " |")
+    lines += ["", "Stream shards (one per partition, assumed): " +
+              ", ".join(f"{model.shards(r)} at {r:,}/s" for r in RATES) + ".", ""]
+
+    lines += ["## The first bottleneck, per sink", "",
+              "| sink | " + " | ".join(f"{r:,}/s" for r in RATES) + " | configure there |",
+              "|---|" + "---|" * len(RATES) + "---|"]
+    for sink in model.SINKS:
+        cells, advice = [], ""
+        for rate in RATES:
+            name, headroom, advice_here = model.first_bottleneck(rate, sink)
+            cells.append(f"{name} ({number(headroom, 2)}x)")
+            advice = advice_here if headroom < 1 and not advice else advice
+        lines.append(f"| {sink.name} | " + " | ".join(cells) + f" | {advice or '-'} |")
+    lines += ["", "Sink limits: " + "; ".join(f"{s.name}: {s.limit_name}" for s in model.SINKS) + ".",
+              "", "Leads per second each sink sustains (stream worker or sink limit, whichever is lower), "
+              "at one shard and ParallelizationFactor 1: " +
+              ", ".join(f"{s.name} {number(model.capacity(s), 1)}" for s in model.SINKS) + ".", ""]
+
+    lines += ["## Cost per million deliveries (USD, webhook sink)", "",
+              "| term | " + " | ".join(f"{r:,}/s" for r in RATES) + " |", "|---|" + "---|" * len(RATES)]
+    costs = {rate: model.cost_per_million(rate, webhook) for rate in RATES}
+    for term in costs[RATES[0]]:
+        lines.append(f"| {term} | " + " | ".join(f"{costs[r][term]:.2f}" for r in RATES) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{sum(costs[r].values()):.2f}**" for r in RATES) + " |")
+    lines.append("| dominant term | " + " | ".join(max(costs[r], key=costs[r].get) for r in RATES) + " |")
+    lines.append("")
+
+    results = [simulate.simulate(s, every=60) for s in scenarios(seed)]
+    lines += ["## Bursts, simulated", "",
+              "Base load 1 delivery/s, a burst of 10/s; the stream worker and the reconcile job share the sink's "
+              "limit. The chart (`backlog.svg`) shows the first two.", "",
+              "| scenario | sink limit (leads/s) | peak backlog | oldest waiting | drained after the burst in | "
+              "stream's 24 h crossed at | longest burst within 24 h (stream only) | given up to reconcile (peak) | lost |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for result in results:
+        s, m = result.scenario, simulate.summary(result)
+        crossed = duration(m["retention_crossed_at_s"]) if m["retention_crossed_at_s"] is not None else "no"
+        lines.append(f"| {s.name} | {number(s.sink_capacity, 2)} | {number(m['peak_backlog'])} | "
+                     f"{duration(m['oldest_age_peak_s'])} | {duration(m['drained_after_burst_s'])} | {crossed} | "
+                     f"{duration(simulate.longest_burst_within_retention(s))} | "
+                     f"{number(m['given_up_peak'])} | {number(m['lost'])} |")
+    lines.append("")
+
+    lines += ["## Figures used", "", "| figure | value | unit | kind | source |", "|---|---|---|---|---|"]
+    for name, f in FIGURES.items():
+        note = f" ({f.note})" if f.note else ""
+        lines.append(f"| `{name}` | {f.value:g} | {f.unit} | {f.kind} | {f.source}{note} |")
+    lines.append("")
+    return "\n".join(lines), chart(results)
