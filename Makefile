@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test mutants bench size fuzz soak deploy-aws deploy-edge
+.PHONY: setup test dev demo build-edge browser-test mutants bench size fuzz soak capacity deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -37,6 +37,12 @@ soak: setup
 	cargo build -p stream-worker
 	scripts/build-edge.sh
 	cargo bench --profile dev -p tests --bench soak
+
+# The capacity model at 1 to 10,000 deliveries/s, the cost per million, and simulated bursts
+# above a CRM's limit (deterministic; SEED=n for another run): target/capacity/report.md and
+# backlog.svg. Python's standard library only. docs/capacity.md, README "How far it scales".
+capacity:
+	python3 capacity/run.py $(if $(SEED),--seed $(SEED))
 
 # What the Worker's Wasm is made of, by crate and by function: target/size/report.md.
 size:

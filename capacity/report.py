@@ -17,6 +17,10 @@ def number(x, digits=0):
     return f"{x:,.{digits}f}"
 
 
+def ratio(headroom):
+    return "<0.01x" if headroom < 0.01 else f"{number(headroom, 2)}x"
+
+
 def duration(seconds):
     if seconds is None:
         return "-"
@@ -37,7 +41,7 @@ def scenarios(seed):
             name=name, base_rate=1, burst_rate=10, burst_start_s=3_600, burst_seconds=burst_seconds,
             horizon_s=horizon, stream_capacity=model.shards(1) * model.invocation_rate(sink),
             sink_capacity=sink.calls_per_s / sink.calls_per_lead, reconcile_capacity=1 / model.record_seconds(sink),
-            seed=seed, **changes)
+            seed=seed, tick_s=10, **changes)
 
     return [
         limited("HubSpot Free/Starter, 10/s for 1 h", hubspot, 3_600, 9 * 3_600),
@@ -96,7 +100,7 @@ def render(seed=7):
         cells = []
         for rate in RATES:
             _, load, limit, unit, _ = model.stages(rate, webhook)[i]
-            cells.append(f"{number(load, 1)} / {number(limit, 1)} {unit} ({number(limit / load, 2)}x)")
+            cells.append(f"{number(load, 1)} / {number(limit, 1)} {unit} ({ratio(limit / load)})")
         lines.append(f"| {row[0]} | " + " | ".join(cells) + " |")
     lines += ["", "Stream shards (one per partition, assumed): " +
               ", ".join(f"{model.shards(r)} at {r:,}/s" for r in RATES) + ".", ""]
@@ -105,12 +109,12 @@ def render(seed=7):
               "| sink | " + " | ".join(f"{r:,}/s" for r in RATES) + " | configure there |",
               "|---|" + "---|" * len(RATES) + "---|"]
     for sink in model.SINKS:
-        cells, advice = [], ""
-        for rate in RATES:
-            name, headroom, advice_here = model.first_bottleneck(rate, sink)
-            cells.append(f"{name} ({number(headroom, 2)}x)")
-            advice = advice_here if headroom < 1 and not advice else advice
-        lines.append(f"| {sink.name} | " + " | ".join(cells) + f" | {advice or '-'} |")
+        found = [model.first_bottleneck(rate, sink) for rate in RATES]
+        cells = [f"{name} ({ratio(headroom)})" for name, headroom, _ in found]
+        # What to configure at the first rate that overloads it (else where it is tightest).
+        overloaded = [f for f in found if f[1] < 1]
+        advice = (overloaded[0] if overloaded else min(found, key=lambda f: f[1]))[2]
+        lines.append(f"| {sink.name} | " + " | ".join(cells) + f" | {advice} |")
     lines += ["", "Sink limits: " + "; ".join(f"{s.name}: {s.limit_name}" for s in model.SINKS) + ".",
               "", "Leads per second each sink sustains (stream worker or sink limit, whichever is lower), "
               "at one shard and ParallelizationFactor 1: " +

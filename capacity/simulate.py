@@ -34,6 +34,7 @@ class Scenario:
     reconcile: bool = True
     error_rate: float = 0.02    # sink calls answered 429/5xx and retried
     seed: int = 7
+    tick_s: int = 1             # the model's step; a divisor of 900 (reconcile's period)
 
 
 @dataclass
@@ -118,7 +119,8 @@ def attempt(rng, queue, budgets, error_rate, arrived_by=None):
 
 
 def simulate(s: Scenario, every=1):
-    """Runs the scenario; keeps one step in `every` seconds (and the last)."""
+    """Runs the scenario one tick at a time; keeps the step at every multiple of `every` seconds
+    (and the last)."""
     rng = random.Random(s.seed)
     stream, given_up = Queue(), Queue()
     accepted = duplicates = leads = lost = 0
@@ -128,9 +130,10 @@ def simulate(s: Scenario, every=1):
     every_reconcile = int(v("reconcile_every_s"))
     limit_age = s.max_record_age_s if s.max_record_age_s is not None else v("stream_retention_s")
     result = Result(s)
-    for t in range(s.horizon_s):
+    tick = s.tick_s
+    for t in range(0, s.horizon_s, tick):
         in_burst = s.burst_start_s <= t < s.burst_start_s + s.burst_seconds
-        arrived = poisson(rng, s.burst_rate if in_burst else s.base_rate)
+        arrived = poisson(rng, (s.burst_rate if in_burst else s.base_rate) * tick)
         dup = binomial(rng, arrived, DUPLICATES)
         duplicates += dup
         accepted += arrived - dup
@@ -146,10 +149,10 @@ def simulate(s: Scenario, every=1):
             else:
                 lost += count
 
-        if s.reconcile and t % every_reconcile == 0:
+        if s.reconcile and t % every_reconcile < tick:
             reconcile_until, cutoff = t + int(v("reconcile_timeout_s")), t - v("reconcile_older_than_s")
         for budget, rate in ((sink, s.sink_capacity), (worker, s.stream_capacity), (reconciler, s.reconcile_capacity)):
-            budget[0] = min(budget[0] + rate, rate + 1)
+            budget[0] = min(budget[0] + rate * tick, rate * tick + 1)
         if t < reconcile_until:
             leads += attempt(rng, given_up, (sink, reconciler), s.error_rate, arrived_by=cutoff)
             if given_up.oldest() is None or given_up.oldest() > cutoff:
@@ -157,7 +160,7 @@ def simulate(s: Scenario, every=1):
         leads += attempt(rng, stream, (sink, worker), s.error_rate)
 
         waiting = [a for a in (stream.oldest(), given_up.oldest()) if a is not None]
-        if t % every == 0 or t == s.horizon_s - 1:
+        if t % every < tick or t + tick >= s.horizon_s:
             result.steps.append(Step(t, accepted, duplicates, leads, stream.total, given_up.total, lost,
                                      t - min(waiting) if waiting else 0))
     return result

@@ -75,6 +75,14 @@ def main() -> int:
     if not template_ok or ran < limits.get("template-tests", 1):
         problems.append(f"template tests: {template or 'no result'}, {'OK' if template_ok else 'not OK'}")
 
+    capacity = grep(out / "capacity.log", r"Ran (\d+) tests?")
+    capacity_ok = grep(out / "capacity.log", r"(?m)^OK$")
+    capacity_report = grep(out / "capacity.log", r"capacity: wrote .*")
+    ran = int(capacity.split()[1]) if capacity else 0
+    if not capacity_ok or ran < limits.get("capacity-tests", 1) or not capacity_report:
+        problems.append(f"capacity: {capacity or 'no result'}, {'OK' if capacity_ok else 'not OK'}, "
+                        f"{capacity_report or 'no report written'}")
+
     upload = grep(out / "bundle.log", r"Total Upload: .*")
     gzip = re.search(r"gzip: ([\d.]+) KiB", upload or "")
     if not gzip:
@@ -93,6 +101,7 @@ def main() -> int:
     print(f"native:  {total('native')} passed in {sum(n.startswith('native') for n in found)} suites")
     print(f"browser: {total('browser')} passed (headless Chromium)")
     print(f"template: {template} {'OK' if template_ok else ''}")
+    print(f"capacity: {capacity} {'OK' if capacity_ok else ''}; {capacity_report}")
     print(f"edge upload: {upload}")
     print(f"lambda: {lambda_}")
     print(f"quick start: {verdict}")

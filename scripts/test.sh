@@ -47,6 +47,12 @@ scripts/deploy-aws.sh --dry-run 2>&1 | tee "$out/deploy-aws.log"
 step "the template's promises (deploy/test_template.py)"
 .tools/aws/bin/python -m unittest deploy/test_template.py 2>&1 | tee "$out/template.log"
 
+step "the capacity model: its invariants, then make capacity (report and chart)"
+{
+  python3 -m unittest discover -s capacity -p 'test_*.py'
+  python3 capacity/run.py
+} 2>&1 | tee "$out/capacity.log"
+
 step "native tests (unit, property, integration against workerd, ministack, PostgreSQL)"
 # The Lambda-mode test runs the stream worker's binary.
 cargo build -p stream-worker
