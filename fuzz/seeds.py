@@ -59,6 +59,38 @@ def delivery(submission_id, form='{"name":"Ada","email":"ada@example.com","messa
     return framed(headers, body)
 
 
+FORM_SECRET = b"fuzz-form-secret"
+
+
+def form_signed(header, prefix, body, secret=FORM_SECRET):
+    mac = base64.b64encode(hmac.new(secret, body, hashlib.sha256).digest()).decode()
+    return framed([("Content-Type", "application/json"), (header, prefix + mac)], body)
+
+
+def profile_seeds():
+    """Deliveries to the other sender profiles (the receive target runs every input through each)."""
+    typeform, tally = fixture("typeform.json"), fixture("tally.json")
+    sw_body = b'{"type":"contact.created","data":{"name":"Ada","email":"ada@example.com","n":1e400}}'
+    odd_token = typeform.replace(b'"a3a12ec67a1365927098a606107fac15"', b'"t\u00e9:/ x"')
+    return {
+        "typeform": form_signed("Typeform-Signature", "sha256=", typeform),
+        "typeform-odd-token": form_signed("Typeform-Signature", "sha256=", odd_token),
+        "typeform-colon-form": form_signed("Typeform-Signature", "sha256=", typeform.replace(b'"lT4Z3j"', b'"a:b"', 1)),
+        "typeform-partial": form_signed("Typeform-Signature", "sha256=",
+                                        typeform.replace(b'"form_response",', b'"form_response_partial",', 1)),
+        "typeform-wrong-secret": form_signed("Typeform-Signature", "sha256=", typeform, b"other"),
+        "tally": form_signed("Tally-Signature", "", tally),
+        "tally-fields-object": form_signed("Tally-Signature", "", b'{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":{}}}'),
+        "tally-with-prefix": form_signed("Tally-Signature", "sha256=", tally),
+        "standard-webhooks": framed([("Content-Type", "application/json"), ("webhook-id", "msg_p1"),
+                                     ("webhook-timestamp", str(NOW)), ("webhook-signature", sign("msg_p1", NOW, sw_body))],
+                                    sw_body),
+        "standard-webhooks-array": framed([("Content-Type", "application/json"), ("webhook-id", "msg:é/1"),
+                                           ("webhook-timestamp", str(NOW)),
+                                           ("webhook-signature", sign("msg:é/1", NOW, b"[1,2]"))], b"[1,2]"),
+    }
+
+
 def json_seeds():
     deep = lambda n: b'{"k":' * n + b"1" + b"}" * n  # noqa: E731
     return {
@@ -129,9 +161,22 @@ def auth_seeds():
     }
 
 
-def receipt_item(status="RECEIVED"):
+def receipt_item(status="RECEIVED", profile=None):
+    """The fixture receipt; with `profile`, one of that sender profile, its payload its sender's
+    documented example (or, for an unknown profile, the fixture's)."""
     item = json.loads(fixture("receipt_item.json"))
     item["status"] = {"S": status}
+    if profile:
+        item["profile"] = {"S": profile}
+        examples = {"tally": ("tally.json", "tally:2wgx4n", "2wgx4n"),
+                    "typeform": ("typeform.json", "typeform:lT4Z3j:a3a12ec67a1365927098a606107fac15",
+                                 "lT4Z3j:a3a12ec67a1365927098a606107fac15"),
+                    "standard-webhooks": (None, "standard-webhooks:msg_1", "msg_1")}
+        if profile in examples:
+            name, key, identity = examples[profile]
+            payload = json.loads(fixture(name)) if name else {"type": "t", "data": {"email": "a@example.com"}}
+            item["payload"] = {"S": json.dumps(payload, separators=(",", ":"), sort_keys=True)}
+            item["pk"], item["submissionId"] = {"S": key}, {"S": identity}
     return json.dumps(item, separators=(",", ":")).encode()
 
 
@@ -179,11 +224,14 @@ def stream_seeds():
         "unreadable": insert + b"{not json", "unreadable-with-fallback": fallback + b"{not json",
         "not-a-receipt": insert + b'{"pk":{"S":"x"}}', "missing-payload": insert + b'{"pk":{"S":"k"},"status":{"S":"RECEIVED"},"receivedAt":{"S":"t"}}',
         "empty": b"",
+        "tally": insert + receipt_item(profile="tally"), "typeform": insert + receipt_item(profile="typeform"),
+        "standard-webhooks": modify + receipt_item(profile="standard-webhooks"),
+        "unknown-profile": insert + receipt_item(profile="jotform"),
     }
 
 
 def main():
-    corpus = {"json": json_seeds(), "receive": receive_seeds(), "auth": auth_seeds(),
+    corpus = {"json": json_seeds(), "receive": {**receive_seeds(), **profile_seeds()}, "auth": auth_seeds(),
               "dynamo_json": dynamo_seeds(), "store_answer": store_seeds(), "stream_record": stream_seeds()}
     for target, seeds in corpus.items():
         directory = os.path.join(ROOT, "corpus", target)

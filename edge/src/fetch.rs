@@ -72,12 +72,17 @@ enum Checked {
 
 /// Runs the core's checks on the request.
 async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u64) -> Checked {
-    let profile = match route(request.method().as_ref(), &request.path()) {
+    // The configuration (kept per isolate) says which profiles' routes exist.
+    let loaded = isolate::load(env);
+    let routed = match loaded.as_ref() {
+        Ok(ready) => ready.config.policy.route(request.method().as_ref(), &request.path()),
+        Err(_) => route(request.method().as_ref(), &request.path()),
+    };
+    let profile = match routed {
         Route::Reject(rejection) => return Checked::Respond(rejection.outcome(), None),
         Route::Health => None,
         Route::Webhook(profile) => Some(profile),
     };
-    let loaded = isolate::load(env);
     let Some(profile) = profile else {
         return Checked::Respond(
             receive::health(loaded.as_ref().map(|r| &r.config.policy).map_err(|e| e.variable)),
@@ -88,10 +93,6 @@ async fn check(mut request: Request, env: &Env, request_id: &str, now_millis: u6
         Ok(ready) => ready,
         Err(error) => return Checked::Respond(Outcome::ConfigInvalid(error.variable), None),
     };
-    // A profile not enabled has no route: answered before its body is read.
-    if ready.config.policy.auth(profile).is_none() {
-        return Checked::Respond(Outcome::NotFound, None);
-    }
     let declared = request.headers().get("content-length").ok().flatten();
     if declared_too_large(&ready.config.policy, declared.as_deref()) {
         return Checked::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None);

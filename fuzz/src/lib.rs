@@ -7,7 +7,7 @@
 
 mod oracle;
 
-use shared::auth::{AuthMethod, AuthPolicy, HeaderCredentials};
+use shared::auth::{AuthMethod, AuthPolicy, BodySignature, HeaderCredentials};
 use shared::decision::Outcome;
 use shared::dynamo::{item_from_wire, item_size, item_to_wire, AttributeValue};
 use shared::envelope::parse_envelope;
@@ -40,11 +40,11 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// The paths each target can take; every one must be taken by some seed.
 pub const PATHS: &[(&str, &[&str])] = &[
     ("json", &["accepted", "not_utf8", "too_deep", "duplicate_key", "syntax"]),
-    ("receive", &["stored", "refused"]),
+    ("receive", &["stored", "refused", "stored_by_another_profile"]),
     ("auth", &["bearer", "basic", "header", "signature", "refused"]),
     ("dynamo_json", &["receipt", "item", "not_an_item", "not_json"]),
     ("store_answer", &["stored", "duplicate", "retryable", "permanent", "short"]),
-    ("stream_record", &["apply", "poison", "skip", "missing_image"]),
+    ("stream_record", &["apply", "poison", "skip", "missing_image", "wait"]),
 ];
 
 /// The clock every target runs at (2026-12-01T00:21:53.123Z); corpus signatures use it.
@@ -147,6 +147,7 @@ pub fn json(data: &[u8]) -> &'static str {
 /// duplicate's 200, a changed form's 422, a fresh store's 202).
 pub fn receive_delivery(data: &[u8]) -> &'static str {
     let (headers, body) = framed(data);
+    let stored_by_another = other_profiles(&headers, body);
     let policy = policy();
     let delivery = Delivery {
         profile: Profile::StaticForms,
@@ -159,7 +160,7 @@ pub fn receive_delivery(data: &[u8]) -> &'static str {
         Step::Respond(outcome, _) => {
             let status = outcome.response().status;
             assert!((400..500).contains(&status), "refused with {status}: {outcome:?}");
-            return "refused";
+            return if stored_by_another { "stored_by_another_profile" } else { "refused" };
         }
         Step::Store(pending) => pending,
     };
@@ -198,6 +199,64 @@ pub fn receive_delivery(data: &[u8]) -> &'static str {
         assert_eq!(duplicate(&item_to_wire(&changed).to_text()), 422, "other content under the key is refused");
     }
     "stored"
+}
+
+/// The secret the Typeform and Tally profiles accept (its text is the key).
+pub const FORM_SECRET: &str = "fuzz-form-secret";
+
+/// The same input through every other sender profile, each with its own credential: a refusal
+/// is a 4xx; an accepted delivery is signed as that sender signs (checked again here), stored
+/// under its profile's key as an item that satisfies DynamoDB's rules, read back downstream
+/// into the lead accepted, and acknowledged 202, then 200 on a retry. True if any stored it.
+fn other_profiles(headers: &Headers, body: &[u8]) -> bool {
+    let mut stored = false;
+    let form = SigningSecret::plain(FORM_SECRET).expect("the fuzz form secret is not empty");
+    let body_signed = |header, prefix| AuthPolicy {
+        body_signature: Some(BodySignature { header, prefix, secrets: vec![form.clone()] }),
+        ..AuthPolicy::default()
+    };
+    let mut policy = policy();
+    let sw = SigningSecret::parse(SIGNING_SECRET).expect("the fuzz signing secret parses");
+    policy.senders.extend([
+        (Profile::StandardWebhooks, AuthPolicy { signing_secrets: vec![sw], ..AuthPolicy::default() }),
+        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
+        (Profile::Tally, body_signed("tally-signature", "")),
+    ]);
+    for profile in [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally] {
+        let delivery = Delivery { profile, headers, body, request_id: "fuzz-req", now_millis: NOW_MILLIS };
+        let pending = match receive(&policy, &delivery) {
+            Step::Respond(outcome, _) => {
+                let status = outcome.response().status;
+                assert!((400..500).contains(&status), "{profile:?} refused with {status}: {outcome:?}");
+                continue;
+            }
+            Step::Store(pending) => pending,
+        };
+        assert!(oracle::signed_for(profile, headers, body, NOW_MILLIS), "{profile:?} accepted without a signature");
+        let envelope = profile.read(headers, body).expect("an accepted body is the profile's envelope");
+        let key = profile.key(&envelope.submission_id);
+        let request = parse_wire(pending.request.body.as_bytes()).expect("the PutItem body is JSON");
+        let item = item_from_wire(request.get("Item").expect("the PutItem has an Item")).expect("the Item reads");
+        if let Err(broken) = oracle::satisfies_item_rules(&item) {
+            panic!("{profile:?}: the stored item breaks DynamoDB's rules: {broken}");
+        }
+        assert_eq!(item.get("pk").and_then(AttributeValue::as_s), Some(key.as_str()), "stored under its key");
+        let accepted = Receipt::new(&envelope, key, "fuzz-req", NOW_MILLIS, DEFAULT_RETENTION_DAYS);
+        let wire = item_to_wire(&item).to_text();
+        match decide("INSERT", &NewImage::from_wire(wire.as_bytes(), || (None, None, None)), &LeadMapping::default()) {
+            RecordAction::Apply { lead, receipt } => {
+                assert_eq!(receipt.profile, profile);
+                assert_eq!(Ok(*lead), lead_from_receipt(&accepted, &LeadMapping::default()), "{profile:?}'s lead");
+            }
+            other => panic!("the stream worker would {other:?} an accepted {profile:?} delivery"),
+        }
+        assert_eq!(pending.finish(classify_put(200, b"{}")).response().status, 202);
+        let answer =
+            format!(r#"{{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","Item":{wire}}}"#);
+        assert_eq!(pending.finish(classify_put(400, answer.as_bytes())).response().status, 200, "{profile:?} retry");
+        stored = true;
+    }
+    stored
 }
 
 /// Sender authentication with every method configured: accepts only a credential that is
@@ -368,6 +427,12 @@ pub fn stream_record(data: &[u8]) -> &'static str {
             "poison"
         }
         RecordAction::MissingImage => panic!("an image that is present was taken for a missing one"),
+        RecordAction::Wait(_) => {
+            let NewImage::Item(item) = &image else { panic!("waited on an unreadable image") };
+            let profile = item.get("profile").and_then(AttributeValue::as_s);
+            assert!(profile.is_some_and(|p| Profile::parse(p).is_none()), "waited on a known profile: {profile:?}");
+            "wait"
+        }
         _ => "skip",
     }
 }

@@ -11,8 +11,9 @@ use shared::auth::AuthMethod;
 use shared::decimal::Decimal;
 use shared::dynamo::{item_size, AttributeValue, Item, MAX_ITEM_BYTES};
 use shared::headers::Headers;
+use shared::profile::Profile;
 
-use crate::{BASIC, BEARER, HEADER, SIGNING_SECRET};
+use crate::{BASIC, BEARER, FORM_SECRET, HEADER, SIGNING_SECRET};
 
 /// The deepest nesting of arrays and objects in JSON text, strings skipped.
 pub(crate) fn nesting(text: &[u8]) -> usize {
@@ -99,6 +100,25 @@ fn signed(headers: &Headers, body: &[u8], now_millis: u64) -> bool {
         .split(' ')
         .filter_map(|entry| entry.strip_prefix("v1,"))
         .any(|encoded| BASE64.decode(encoded).is_ok_and(|sig| sig.as_slice() == expected.as_slice()))
+}
+
+/// True if the request is signed as `profile`'s sender signs, with the fuzz secrets: Standard
+/// Webhooks as [`signed`]; Typeform `Typeform-Signature: sha256=<base64>` and Tally
+/// `Tally-Signature: <base64>` of the HMAC-SHA256 of the body under the secret's text, the field's
+/// surrounding spaces and tabs aside.
+pub(crate) fn signed_for(profile: Profile, headers: &Headers, body: &[u8], now_millis: u64) -> bool {
+    let (header, prefix) = match profile {
+        Profile::StandardWebhooks => return signed(headers, body, now_millis),
+        Profile::Typeform => ("Typeform-Signature", "sha256="),
+        Profile::Tally => ("Tally-Signature", ""),
+        Profile::StaticForms => return genuinely_authenticated(headers, body, now_millis),
+    };
+    let Some(value) = headers.get(header) else { return false };
+    let value = value.trim_matches(|c| c == ' ' || c == '\t');
+    let mut mac = Hmac::<Sha256>::new_from_slice(FORM_SECRET.as_bytes()).expect("HMAC takes any key");
+    mac.update(body);
+    let expected = mac.finalize().into_bytes();
+    value.strip_prefix(prefix).is_some_and(|s| BASE64.decode(s).is_ok_and(|sig| sig.as_slice() == expected.as_slice()))
 }
 
 /// DynamoDB's documented rules for an item this receiver writes: at most 400 KB (by the core's

@@ -95,12 +95,25 @@ fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
     };
     let mut take = |field: &str| extra.remove(field).map(as_text).unwrap_or_default();
     Ok(Lead {
-        external_id: receipt.submission_id.clone(),
+        external_id: static_forms_lead_key(receipt),
         name: take(NAMED_FIELDS[0]),
         email: take(NAMED_FIELDS[1]),
         message: take(NAMED_FIELDS[2]),
         extra,
     })
+}
+
+/// A Static Forms lead's key: the bare submission ID, as before profiles existed, unless the ID
+/// starts like another profile's lead key (`tally:...`: any receipt key prefix), when it is the
+/// receipt's own key. Every other profile's lead key is its receipt key, so no two profiles'
+/// leads ever share a key.
+fn static_forms_lead_key(receipt: &Receipt) -> String {
+    let id = receipt.submission_id.as_str();
+    if Profile::ALL.iter().any(|p| id.starts_with(p.key_prefix())) {
+        receipt.key.clone()
+    } else {
+        String::from(id)
+    }
 }
 
 /// A field's value as text: strings as they are, `null` as empty, anything else as JSON.
@@ -170,6 +183,27 @@ mod tests {
             lead.to_json().to_text(),
             r#"{"email":"ada@example.com","externalId":"sub_8fK2qLw9Xc","extra":{"company":"Analytical Engines"},"message":"Hello","name":"Ada Lovelace"}"#
         );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn lead_keys_never_collide_across_profiles() {
+        let lead_key = |id: &str| {
+            let body = alloc::format!(r#"{{"event":"form.submitted","data":{{"submissionId":{}}}}}"#, {
+                let mut s = String::new();
+                crate::json::write_string(id, &mut s);
+                s
+            });
+            let envelope = parse_envelope(body.as_bytes()).unwrap();
+            let receipt = Receipt::new(&envelope, Profile::StaticForms.key(id), "r", 0, 1);
+            lead_from_receipt_default(&receipt).unwrap().external_id
+        };
+        assert_eq!(lead_key("sub_1"), "sub_1");
+        assert_eq!(lead_key("tally"), "tally");
+        // Shaped like another profile's lead key: the receipt's own key instead.
+        assert_eq!(lead_key("tally:2wgx4n"), "staticforms:form.submitted:tally:2wgx4n");
+        assert_eq!(lead_key("typeform:f:t"), "staticforms:form.submitted:typeform:f:t");
+        assert_eq!(lead_key("standard-webhooks:m"), "staticforms:form.submitted:standard-webhooks:m");
+        assert_eq!(lead_key("staticforms:form.submitted:x"), "staticforms:form.submitted:staticforms:form.submitted:x");
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -169,6 +169,15 @@ impl Policy {
         }
     }
 
+    /// Routes a request as [`route`] does, with the enabled profiles: a profile's route that is
+    /// not enabled does not exist (404, whatever the method).
+    pub fn route(&self, method: &str, path: &str) -> Route {
+        match Profile::of_path(path) {
+            Some(profile) if self.auth(profile).is_none() => Route::Reject(RouteRejection::NotFound),
+            _ => route(method, path),
+        }
+    }
+
     /// Who may send to `profile`; `None` when it is not enabled.
     pub fn auth(&self, profile: Profile) -> Option<&AuthPolicy> {
         self.senders.iter().find(|(p, _)| *p == profile).map(|(_, auth)| auth)

@@ -41,6 +41,10 @@ pub enum RecordAction {
         /// Why, as a stable code.
         reason: &'static str,
     },
+    /// A receipt this version cannot map yet: its `profile` is one a newer version wrote (a
+    /// worker rolled back, or deployed after the edge). Retried, never failed: a worker that
+    /// knows the profile settles it (the stream's, or reconcile's later).
+    Wait(&'static str),
     /// An `INSERT` or `MODIFY` without a new image: the stream's view type is wrong
     /// (`KEYS_ONLY` or `OLD_IMAGE`). Nothing may be skipped for that: the shell reads the
     /// receipt by the record's key, or retries the record when it has none.
@@ -132,6 +136,9 @@ pub fn decide(event_name: &str, new_image: &NewImage, mapping: &LeadMapping) -> 
     }
     let poison =
         |reason| RecordAction::Poison { key: String::from(key), received_at: String::from(received_at), reason };
+    if text("profile").is_some_and(|name| Profile::parse(name).is_none()) {
+        return RecordAction::Wait("unknown_profile");
+    }
     let receipt = match Receipt::from_item(image) {
         Ok(receipt) => receipt,
         Err(_) => return poison("unreadable_receipt"),
@@ -218,6 +225,26 @@ mod tests {
                 other => panic!("{event}: {other:?}"),
             }
         }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_profile_this_version_does_not_know_waits_and_one_from_before_profiles_is_static_forms() {
+        let mut newer = item();
+        newer.insert("profile".into(), AttributeValue::S("jotform".into()));
+        assert_eq!(action("INSERT", Some(newer)), RecordAction::Wait("unknown_profile"));
+        let mut older = item();
+        older.remove("profile");
+        match action("INSERT", Some(older)) {
+            RecordAction::Apply { receipt, lead } => {
+                assert_eq!((receipt.profile, lead.external_id.as_str()), (Profile::StaticForms, "sub_8fK2qLw9Xc"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Not waiting, it is skipped as any finished receipt is.
+        let mut done = item();
+        done.insert("profile".into(), AttributeValue::S("jotform".into()));
+        done.insert("status".into(), AttributeValue::S("COMPLETED".into()));
+        assert_eq!(action("MODIFY", Some(done)), RecordAction::Skip("not_received"));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

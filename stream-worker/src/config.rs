@@ -282,6 +282,20 @@ mod tests {
     }
 
     #[test]
+    fn standard_webhooks_lead_fields() {
+        let base = [("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "sqlite://x")];
+        let config = load(&base).unwrap();
+        assert_eq!(config.mapping.standard_webhooks, LeadPointers::default());
+        let with = |value| load(&[base[0], base[1], ("STANDARD_WEBHOOKS_LEAD_FIELDS", value)]);
+        let pointers = with("email=/data/contact/email, extra=").unwrap().mapping.standard_webhooks;
+        assert_eq!((pointers.email.as_str(), pointers.extra.as_str()), ("/data/contact/email", ""));
+        assert_eq!(pointers.name, "/data/name");
+        for bad in ["email=data/x", "phone=/p", "email=/a,email=/b"] {
+            assert_eq!(with(bad).map_err(|e| e.variable), Err("STANDARD_WEBHOOKS_LEAD_FIELDS"), "{bad}");
+        }
+    }
+
+    #[test]
     fn secrets_are_not_printed() {
         let config = load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "postgres://u:hunter2@h/db")]).unwrap();
         assert!(!format!("{config:?}").contains("hunter2"));

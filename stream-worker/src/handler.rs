@@ -205,6 +205,10 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 log(image.submission_id(), "skip", reason, None, 1);
                 Ok((reason, None))
             }
+            RecordAction::Wait(reason) => {
+                log(image.submission_id(), "skip", "retry", Some(reason), 1);
+                Err(Retry(reason))
+            }
             RecordAction::MissingImage => {
                 // No key either: nothing to read the receipt by.
                 log(None, "skip", "retry", Some("missing_new_image"), 1);

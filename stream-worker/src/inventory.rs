@@ -76,7 +76,7 @@ type PageKey = Option<HashMap<String, AttributeValue>>;
 
 /// What [`DynamoReceipts::list`] returns for one receipt: everything but the payload.
 pub const LISTED: &str =
-    "pk, submissionId, #status, receivedAt, completedAt, failedAt, failureReason, requestId, redrivenAt";
+    "pk, #profile, submissionId, #status, receivedAt, completedAt, failedAt, failureReason, requestId, redrivenAt";
 
 impl DynamoReceipts {
     /// Keys of receipts still `RECEIVED` with `receivedAt` before `cutoff` (ISO-8601), from the
@@ -160,6 +160,9 @@ impl DynamoReceipts {
         }
         if projection.contains("#status") || status.is_some() {
             request = request.expression_attribute_names("#status", "status");
+        }
+        if projection.contains("#profile") {
+            request = request.expression_attribute_names("#profile", "profile");
         }
         if !filters.is_empty() {
             request = request.filter_expression(filters.join(" AND "));

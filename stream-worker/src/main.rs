@@ -109,7 +109,8 @@ async fn main() -> anyhow::Result<()> {
                     .iter()
                     .map(|r| {
                         format!(
-                            "{}  {} -> {}{}\n",
+                            "{} {}  {} -> {}{}\n",
+                            r.profile,
                             r.submission_id.escape_debug(),
                             r.was,
                             r.outcome,

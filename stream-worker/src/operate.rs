@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 use shared::dynamo::Item;
 use shared::lead::{lead_from_receipt, LeadMapping};
+use shared::profile::Profile;
 use shared::receipt::{waiting_since, Receipt, ReceiptStatus};
 use shared::stream::submission_id_of_key;
 use shared::time::iso8601_millis;
@@ -113,6 +114,8 @@ pub const STREAM_MAX_RECORD_AGE: Duration = Duration::from_secs(3_600);
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redriven {
+    /// The receipt's sender profile.
+    pub profile: &'static str,
     /// The receipt's submission ID.
     pub submission_id: String,
     /// Its status before.
@@ -128,13 +131,20 @@ pub struct Redriven {
 }
 
 impl Redriven {
-    fn of(submission_id: &str, was: &str, outcome: &'static str, reason: Option<String>) -> Redriven {
-        Redriven { submission_id: submission_id.to_owned(), was: was.to_owned(), outcome, reason }
+    fn of(key: &str, was: &str, outcome: &'static str, reason: Option<String>) -> Redriven {
+        let (profile, submission_id) = Profile::of_key(key).map_or(("-", key), |(p, id)| (p.name(), id));
+        Redriven { profile, submission_id: submission_id.to_owned(), was: was.to_owned(), outcome, reason }
     }
 
     /// The result for scripts.
     pub fn to_json(&self) -> Value {
-        json!({"submissionId": self.submission_id, "was": self.was, "outcome": self.outcome, "reason": self.reason})
+        json!({
+            "profile": self.profile,
+            "submissionId": self.submission_id,
+            "was": self.was,
+            "outcome": self.outcome,
+            "reason": self.reason
+        })
     }
 }
 
@@ -174,21 +184,21 @@ pub async fn redrive<S: LeadSink + Sync>(
             Ok(item) => item,
             // Deleted (TTL) since the listing: nothing left to redrive.
             Err(OperateError::UnknownSubmission { .. }) if mode.only_failed => {
-                results.push(Redriven::of(submission_id, "FAILED", "receipt_gone", None));
+                results.push(Redriven::of(&key, "FAILED", "receipt_gone", None));
                 continue;
             }
             Err(error) => return Err(error),
         };
         let text = |name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("").to_owned();
         let was = text("status");
-        let done_with = |outcome, reason| Redriven::of(submission_id, &was, outcome, reason);
+        let done_with = |outcome, reason| Redriven::of(&key, &was, outcome, reason);
         let result = match ReceiptStatus::parse(&was) {
             Some(ReceiptStatus::Completed) => done_with("already_completed", None),
             Some(ReceiptStatus::Failed) => {
                 let now = now_millis();
                 match handler.receipts.reopen(&key, &text("receivedAt"), &iso8601_millis(now), now / 1000).await? {
                     Reopen::Done => {
-                        reopened.push((results.len(), key));
+                        reopened.push((results.len(), key.clone()));
                         done_with("reopened", Some("the stream has not settled it yet".into()))
                     }
                     Reopen::Changed => done_with("changed_meanwhile", None),
@@ -287,10 +297,11 @@ pub fn describe_text(shown: &Value) -> String {
     out
 }
 
-/// Listed receipts as a table: submission ID, status, received, finished, reason.
+/// Listed receipts as a table: profile, submission ID, status, received, finished, reason.
 pub fn list_table(items: &[Item]) -> String {
     let text = |item: &Item, name: &str| item.get(name).and_then(|v| v.as_s()).unwrap_or("-").to_owned();
     let mut rows = vec![[
+        "PROFILE".to_owned(),
         "SUBMISSION ID".to_owned(),
         "STATUS".to_owned(),
         "RECEIVED AT".to_owned(),
@@ -300,6 +311,7 @@ pub fn list_table(items: &[Item]) -> String {
     for item in items {
         let finished = item.get("completedAt").or(item.get("failedAt")).and_then(|v| v.as_s()).unwrap_or("-");
         rows.push([
+            profile_of(item).to_owned(),
             shorten(&text(item, "submissionId"), 40),
             text(item, "status"),
             text(item, "receivedAt"),
@@ -307,7 +319,7 @@ pub fn list_table(items: &[Item]) -> String {
             text(item, "failureReason"),
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..6).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
@@ -327,6 +339,7 @@ pub fn list_json(items: &[Item]) -> Value {
 fn summary(item: &Item) -> Value {
     let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
     json!({
+        "profile": profile_of(item),
         "submissionId": text("submissionId"),
         "status": text("status"),
         "receivedAt": text("receivedAt"),
@@ -336,6 +349,13 @@ fn summary(item: &Item) -> Value {
         "redrivenAt": text("redrivenAt"),
         "requestId": text("requestId"),
     })
+}
+
+/// The receipt's sender profile: its `profile`, else the one its key names (receipts stored
+/// before profiles have no `profile`: `staticforms`).
+fn profile_of(item: &Item) -> &str {
+    let key = item.get("pk").and_then(|v| v.as_s()).and_then(Profile::of_key).map(|(p, _)| p.name());
+    item.get("profile").and_then(|v| v.as_s()).or(key).unwrap_or("-")
 }
 
 /// `text` cut to `max` characters, escaped so a table stays one line per receipt.
@@ -371,20 +391,28 @@ mod tests {
 
     #[test]
     fn a_listing_is_a_table_and_json() {
+        let mut tally = item("2wgx4n", "RECEIVED", None);
+        tally.insert("pk".into(), AttributeValue::S("tally:2wgx4n".into()));
+        tally.insert("profile".into(), AttributeValue::S("tally".into()));
         let items = [
             item("sub_1", "COMPLETED", None),
             item(&format!("sub_\t{}", "x".repeat(60)), "FAILED", Some("missing_email")),
+            tally,
         ];
         let table = list_table(&items);
         let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 4, "{table}");
-        assert!(lines[0].starts_with("SUBMISSION ID"));
-        assert!(lines[1].starts_with("sub_1") && lines[1].contains("COMPLETED"), "{table}");
-        assert!(lines[2].starts_with("sub_\\tx") && lines[2].contains('…') && lines[2].ends_with("missing_email"));
-        assert_eq!(lines[3], "2 receipt(s)");
+        assert_eq!(lines.len(), 5, "{table}");
+        assert!(lines[0].starts_with("PROFILE      SUBMISSION ID"), "{table}");
+        // A receipt from before profiles is Static Forms', by its key.
+        assert!(lines[1].starts_with("staticforms  sub_1") && lines[1].contains("COMPLETED"), "{table}");
+        assert!(lines[2].starts_with("staticforms  sub_\\tx") && lines[2].contains('…'), "{table}");
+        assert!(lines[2].ends_with("missing_email"));
+        assert!(lines[3].starts_with("tally        2wgx4n"), "{table}");
+        assert_eq!(lines[4], "3 receipt(s)");
         let json = list_json(&items);
         assert_eq!(json[1]["failureReason"], "missing_email");
         assert_eq!(json[0]["completedAt"], Value::Null);
+        assert_eq!((json[0]["profile"].as_str(), json[2]["profile"].as_str()), (Some("staticforms"), Some("tally")));
     }
 
     #[test]

@@ -11,10 +11,12 @@ use std::time::Duration;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::json;
+use shared::profile::Profile;
 use shared::secret::SigningSecret;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE, SIGNING_KEY};
 use tests::edge::Edge;
 use tests::ministack::Ministack;
+use tests::senders;
 use tests::stub_http::{StubResponse, StubServer};
 use tests::worker::PollerProcess;
 use tests::TempDir;
@@ -32,6 +34,8 @@ const OWNER: &str = "owner.canary@example.org";
 const WRONG_BEARER: &str = "hyg-wrong-bearer-0b7e";
 const WRONG_PASSWORD: &str = "hyg-wrong-pass-61fa";
 const SINK_KEY: &[u8] = b"hyg-sink-signing-key-4d2c-000000";
+/// A wrong secret for every other profile (a `whsec_` one, which Typeform and Tally take as text).
+const WRONG_FORM_SECRET: &str = "whsec_aHlnLXdyb25nLWZvcm0tc2VjcmV0LTk5";
 
 /// A delivery whose every personal field is a canary.
 fn canary_body(id: &str, message: &str) -> Vec<u8> {
@@ -120,7 +124,11 @@ fn echoing_sink() -> (StubServer, Arc<Mutex<usize>>) {
 }
 
 fn status_of(store: &Ministack, id: &str) -> Option<String> {
-    store.get(TABLE, &delivery::key(id)).and_then(|item| item["status"]["S"].as_str().map(str::to_owned))
+    status_by_key(store, &delivery::key(id))
+}
+
+fn status_by_key(store: &Ministack, key: &str) -> Option<String> {
+    store.get(TABLE, key).and_then(|item| item["status"]["S"].as_str().map(str::to_owned))
 }
 
 #[test]
@@ -130,7 +138,9 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let edge_key = store.iam_access_key("edge");
     let worker_key = store.iam_access_key("worker");
     let lambda_key = store.iam_access_key("lambda");
-    let edge = Edge::start(&bindings(&store.endpoint(), &edge_key, &[]));
+    let profiles = senders::bindings();
+    let profiles: Vec<(&'static str, &str)> = profiles.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let edge = Edge::start(&bindings(&store.endpoint(), &edge_key, &profiles));
     let sink_secret = SigningSecret::encode(SINK_KEY);
 
     // The Worker: every method, right and wrong; a duplicate, a changed form, a broken body.
@@ -166,7 +176,20 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     h.extend(signature.iter().cloned());
     send(h, signed);
     send(headers("hyg_broken"), format!("{{\"data\":{{\"formData\":{{\"email\":\"{EMAIL}\"").into_bytes());
-    assert_eq!(statuses, [202, 200, 422, 202, 202, 202, 401, 401, 202, 400]);
+    // Every other sender profile: its documented payload with the canary message, signed right
+    // and wrong.
+    let mut profile_keys = Vec::new();
+    for profile in [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally] {
+        let id = format!("hyg_{}", profile.name());
+        let body = senders::body(profile, &id, MESSAGE);
+        for secret in [None, Some(WRONG_FORM_SECRET)] {
+            let h = senders::headers(profile, &id, &body, secret);
+            let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            statuses.push(edge.request("POST", profile.path(), &refs, &body).status);
+        }
+        profile_keys.push(senders::keys(profile, &id).0);
+    }
+    assert_eq!(statuses, [202, 200, 422, 202, 202, 202, 401, 401, 202, 400, 202, 401, 202, 401, 202, 401]);
 
     // Local mode: the poller into the echoing sink, until every receipt is settled.
     let (sink, accepted) = echoing_sink();
@@ -176,6 +199,7 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let done = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
         settled.iter().all(|id| status_of(&store, id).is_some_and(|s| s != "RECEIVED"))
+            && profile_keys.iter().all(|key| status_by_key(&store, key).is_some_and(|s| s == "COMPLETED"))
     });
     let poll_lines = poll.output();
     drop(poll);
@@ -237,6 +261,13 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
         ("signature", signature[2].1.clone()),
         ("sink secret", sink_secret.clone()),
         ("sink key", String::from_utf8(SINK_KEY.to_vec()).unwrap()),
+        ("Standard Webhooks profile secret", senders::STANDARD_WEBHOOKS_SECRET.into()),
+        ("Typeform secret", senders::TYPEFORM_SECRET.into()),
+        ("Tally secret", senders::TALLY_SECRET.into()),
+        ("wrong profile secret", WRONG_FORM_SECRET.into()),
+        ("Typeform respondent's email", "laura@example.com".into()),
+        ("Tally respondent's email", "alice@example.com".into()),
+        ("Standard Webhooks contact's email", "grace@example.com".into()),
         ("edge AWS secret", edge_key.secret.clone()),
         ("worker AWS secret", worker_key.secret.clone()),
         ("Lambda AWS secret", lambda_key.secret.clone()),

@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use shared::lead::Lead;
+use shared::profile::Profile;
+use shared::receipt::Receipt;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
@@ -13,6 +15,7 @@ use tests::aws::{put_item, receipt, sdk_config};
 use tests::delivery;
 use tests::delivery::lead;
 use tests::ministack::{AccessKey, Ministack};
+use tests::senders;
 use tests::worker::{self, sqlite_leads};
 use tests::{now_millis, TempDir};
 
@@ -207,7 +210,11 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 1);
     let table = w.run(&["receipts", "list"]);
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.starts_with("SUBMISSION ID") && table.contains("sink_rejected") && table.ends_with("3 receipt(s)\n"));
+    assert!(
+        table.starts_with("PROFILE      SUBMISSION ID")
+            && table.contains("sink_rejected")
+            && table.ends_with("3 receipt(s)\n")
+    );
 
     let shown = w.json(&["receipts", "show", "sub_bad", "--json"]);
     assert_eq!((shown["status"].as_str(), shown["failureReason"].as_str()), (Some("FAILED"), Some("sink_rejected")));
@@ -350,4 +357,44 @@ fn mistakes_get_errors_that_say_what_to_check() {
         .run_with(&["reconcile", "--older-than", "1m", "--scan"], &[("RECEIPTS_TABLE", "plain")])
         .status
         .success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receipts_of_every_profile_are_listed_shown_reconciled_and_redriven_by_their_profile() {
+    let w = world();
+    // A Tally response and a Typeform one, stored 3 hours ago, never delivered by the stream.
+    let mut keys = Vec::new();
+    for profile in [Profile::Tally, Profile::Typeform] {
+        let body = senders::body(profile, "op-7", "from the operator test");
+        let envelope = profile.read(&shared::headers::Headers::default(), &body).unwrap();
+        let key = profile.key(&envelope.submission_id);
+        let receipt = Receipt::new(&envelope, key.clone(), "req-op", now_millis() - 3 * 3_600_000, 30);
+        put_item(&w.store, TABLE, &receipt.to_item());
+        keys.push(key);
+    }
+    let listed = w.json(&["receipts", "list", "--json"]);
+    let mut profiles: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["profile"].as_str().unwrap()).collect();
+    profiles.sort();
+    assert_eq!(profiles, ["tally", "typeform"]);
+    let table = w.run(&["receipts", "list"]);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.lines().any(|l| l.starts_with("tally ") && l.contains(" op-7 ")), "{table}");
+
+    let shown = w.json(&["receipts", "show", "op-7", "--profile", "tally", "--json"]);
+    assert_eq!((shown["profile"].as_str(), shown["leadKey"].as_str()), (Some("tally"), Some("tally:op-7")));
+    // Without --profile the ID is a Static Forms one, which does not exist.
+    let missing = w.run(&["receipts", "show", "op-7"]);
+    assert!(!missing.status.success() && stderr(&missing).contains("no receipt"), "{}", stderr(&missing));
+
+    let settled = w.json(&["reconcile", "--older-than", "1h", "--json"]);
+    assert_eq!(settled["completed"], 2, "{settled}");
+    let leads: Vec<String> = w.leads().into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(leads, ["tally:op-7", "typeform:lT4Z3j:op-7"]);
+    // A redrive names the profile too, and finds the receipt finished.
+    let again = w.json(&["receipts", "redrive", "lT4Z3j:op-7", "--profile", "typeform", "--json"]);
+    assert_eq!(
+        (again[0]["profile"].as_str(), again[0]["outcome"].as_str()),
+        (Some("typeform"), Some("already_completed"))
+    );
+    assert!(keys.iter().all(|k| w.store.get(TABLE, k).unwrap()["status"]["S"] == "COMPLETED"));
 }

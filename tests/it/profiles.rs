@@ -4,7 +4,6 @@
 //! the sender documents (Standard Webhooks by the reference `standardwebhooks` library).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use shared::profile::Profile;
@@ -121,16 +120,9 @@ async fn each_profile_retried_raced_forged_and_changed_gives_one_receipt_and_one
         assert_eq!(forged.status, 401, "{name}: {}", forged.body);
         // Eight copies at once: one stores, the others find its receipt.
         let raced_body = senders::body(profile, &raced, "raced words");
-        let next = AtomicUsize::new(0);
         let statuses: Vec<u16> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..8)
-                .map(|_| {
-                    scope.spawn(|| {
-                        next.fetch_add(1, Ordering::Relaxed);
-                        p.send(profile, &raced, &raced_body, None).status
-                    })
-                })
-                .collect();
+            let threads: Vec<_> =
+                (0..8).map(|_| scope.spawn(|| p.send(profile, &raced, &raced_body, None).status)).collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
         assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{name}: {statuses:?}");

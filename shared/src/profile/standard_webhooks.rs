@@ -26,6 +26,9 @@ use crate::lead::{as_text, Lead};
 use crate::profile::{Profile, Refusal};
 use crate::receipt::Receipt;
 
+/// The longest `type` kept as the receipt's event, in bytes.
+pub const MAX_EVENT_LEN: usize = 256;
+
 /// Reads a delivery: its identity from `webhook-id`, the body as any JSON document.
 pub fn read(headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
     let id = headers.get("webhook-id").ok_or(Refusal::Key(KeyError::Missing))?;
@@ -33,7 +36,10 @@ pub fn read(headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
         return Err(Refusal::Key(KeyError::Invalid));
     }
     let parsed = json::parse(body).map_err(|e| Refusal::Envelope(crate::envelope::EnvelopeError::InvalidJson(e)))?;
-    let event = String::from(parsed.get("type").and_then(Json::as_str).unwrap_or_default());
+    // The event is a label for operators; a long one is left out, so the receipt's size stays
+    // the body's (the payload holds it anyway).
+    let event = parsed.get("type").and_then(Json::as_str).filter(|t| t.len() <= MAX_EVENT_LEN).unwrap_or_default();
+    let event = String::from(event);
     Ok(Envelope {
         profile: Profile::StandardWebhooks,
         submission_id: String::from(id),
@@ -159,7 +165,10 @@ mod tests {
         let spaced = EXAMPLE.replace(',', ", ");
         assert_ne!(read(&headers("m"), spaced.as_bytes()).unwrap().fingerprint, envelope.fingerprint);
         // Any JSON document; no `type` is no event.
-        for body in ["[1]", "\"x\"", "{}", r#"{"type":7}"#] {
+        let long = alloc::format!(r#"{{"type":"{}"}}"#, "t".repeat(MAX_EVENT_LEN + 1));
+        let longest = alloc::format!(r#"{{"type":"{}"}}"#, "t".repeat(MAX_EVENT_LEN));
+        assert_eq!(read(&headers("m"), longest.as_bytes()).map(|e| e.event.len()), Ok(MAX_EVENT_LEN));
+        for body in ["[1]", "\"x\"", "{}", r#"{"type":7}"#, long.as_str()] {
             assert_eq!(read(&headers("m"), body.as_bytes()).map(|e| e.event), Ok(String::new()), "{body}");
         }
     }

@@ -3,8 +3,8 @@
 //!
 //! - Authentication: `Typeform-Signature: sha256=<base64>`, the HMAC-SHA256 of the raw body
 //!   under the webhook's secret (the secret's text is the key; "Secure your webhooks").
-//! - Identity: `form_response.form_id` and `form_response.token` (the response's ID), as
-//!   `<form_id>:<token>`. Typeform documents neither whether `event_id` survives a retry nor
+//! - Identity: `form_response.form_id` (without `:`) and `form_response.token` (the
+//!   response's ID), as `<form_id>:<token>`. Typeform documents neither whether `event_id` survives a retry nor
 //!   that tokens are unique across forms; a response's token within its form is its identity.
 //! - Body: `event_type` is `form_response`; partial responses (`form_response_partial`, which a
 //!   webhook may subscribe to) are refused with 400, since a 2xx needs a stored receipt and this
@@ -39,7 +39,12 @@ pub fn read(body: &[u8]) -> Result<Envelope, EnvelopeError> {
     let event = expect_event(&body, "event_type", FORM_RESPONSE)?;
     let response =
         body.get("form_response").filter(|r| matches!(r, Json::Object(_))).ok_or(EnvelopeError::MissingData)?;
+    // The key joins the two with `:`, so the form ID (letters and digits at Typeform) may not
+    // hold one: `a:b` + `c` and `a` + `b:c` would be one key.
     let form = identity(response.get("form_id"))?;
+    if form.contains(':') {
+        return Err(EnvelopeError::InvalidSubmissionId);
+    }
     let token = identity(response.get("token"))?;
     let submission_id = alloc::format!("{form}:{token}");
     if !crate::envelope::is_valid_submission_id(&submission_id) {
@@ -175,6 +180,11 @@ mod tests {
             r#"{"event_type":"form_response","form_response":{"form_id":"f","token":""}}"#,
             EnvelopeError::InvalidSubmissionId,
         );
+        check(
+            r#"{"event_type":"form_response","form_response":{"form_id":"a:b","token":"c"}}"#,
+            EnvelopeError::InvalidSubmissionId,
+        );
+        assert!(read(br#"{"event_type":"form_response","form_response":{"form_id":"a","token":"b:c"}}"#).is_ok());
         let long = alloc::format!(
             r#"{{"event_type":"form_response","form_response":{{"form_id":"f","token":"{}"}}}}"#,
             "t".repeat(1023)

@@ -63,6 +63,15 @@ fn routes() {
     assert_eq!(route("POST", "/healthz"), Route::Reject(RouteRejection::MethodNotAllowed("GET, HEAD")));
     assert_eq!(route("POST", "/webhooks/staticforms/"), Route::Reject(RouteRejection::NotFound));
     assert_eq!(route("POST", "/"), Route::Reject(RouteRejection::NotFound));
+    // With the policy: a profile not enabled has no route, whatever the method.
+    let only = policy();
+    assert_eq!(only.route("POST", "/webhooks/staticforms"), Route::Webhook(Profile::StaticForms));
+    assert_eq!(only.route("GET", "/webhooks/staticforms"), Route::Reject(RouteRejection::MethodNotAllowed("POST")));
+    for method in ["POST", "GET", "HEAD"] {
+        assert_eq!(only.route(method, "/webhooks/tally"), Route::Reject(RouteRejection::NotFound), "{method}");
+    }
+    assert_eq!(only.route("GET", "/healthz"), Route::Health);
+    assert_eq!(only.route("POST", "/nope"), Route::Reject(RouteRejection::NotFound));
     assert_eq!(RouteRejection::NotFound.outcome().response().status, 404);
 }
 
