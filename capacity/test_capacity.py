@@ -115,5 +115,12 @@ class Report(unittest.TestCase):
             self.assertIn(heading, first[0])
 
 
+class Docs(unittest.TestCase):
+    def test_the_chart_in_the_docs_is_the_default_runs(self):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with open(os.path.join(root, "docs", "backlog.svg")) as f:
+            self.assertEqual(f.read(), report.render()[1], "run make capacity and copy backlog.svg to docs/")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,7 @@
 //! sender is a variant here, a module beside this one (its envelope and lead mapping), and the
 //! shells' configuration of its secret (ARCHITECTURE.md, "Adding a sender profile").
 //!
-//! Receipt keys are namespaced by profile (`typeform:<token>`, ...), so identities from
+//! Receipt keys are namespaced by profile (`tally:<responseId>`, ...), so identities from
 //! different senders never collide. `staticforms` keeps the key it always had
 //! (`staticforms:form.submitted:<submissionId>`), so receipts stored before profiles existed are
 //! still found by their retries.

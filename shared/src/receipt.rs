@@ -52,7 +52,8 @@ pub struct Receipt {
     /// `payload`: the body with `data.apiKey` redacted, stored as compact JSON text in a string
     /// attribute (receipts stored before that hold it as a map, and still read).
     pub payload: Json,
-    /// `fingerprint`: `v1:` and the hex SHA-256 of the canonical `formData`.
+    /// `fingerprint`: of what a retry must repeat (for Static Forms `v1:` and the hex SHA-256 of
+    /// the canonical `formData`; each profile documents its own).
     pub fingerprint: String,
     /// `status`.
     pub status: ReceiptStatus,
