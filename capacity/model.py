@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from params import DUPLICATES, SECONDS_PER_MONTH, value as v
 
 KB = 1024
+GIB = 1024 ** 3
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,12 @@ class Sink:
     limit_name: str
     limit_advice: str
     connections: bool = False  # one connection per concurrent batch (PostgreSQL)
+    calls_per_day: float = math.inf  # a daily allocation, on top of the rate limit
+    worker_advice: str = "ParallelizationFactor (up to 10 batches per shard at once)"
+
+    def sustained_calls_per_s(self):
+        """The calls per second the sink takes all day: its rate limit, or its daily allocation."""
+        return min(self.calls_per_s, self.calls_per_day / 86_400)
 
 
 SINKS = [
@@ -29,11 +36,15 @@ SINKS = [
          "max_connections", "a connection pooler (RDS Proxy, PgBouncer) or a lower ParallelizationFactor",
          connections=True),
     Sink("hubspot", 1, int(v("hubspot_calls_per_lead")), v("hubspot_call_ms"), v("hubspot_calls_per_10s") / 10,
-         "HubSpot 100 calls/10 s (Free/Starter)",
-         "the API limit add-on (250/10 s), and batch upserts of up to 100 inputs per call (the sink sends one)"),
-    Sink("salesforce", int(v("worker_lanes")), 1, v("salesforce_call_ms"), v("salesforce_calls_per_day") / 86_400,
+         "HubSpot 100 calls/10 s and 250,000/day (Free/Starter)",
+         "a higher tier or the API limit add-on, and batch upserts of up to 100 inputs per call (the sink sends one)",
+         calls_per_day=v("hubspot_calls_per_day"),
+         worker_advice=("ParallelizationFactor, at a price: two receipts of one person may then run at once and "
+                        "race on the contact (a 409 costs the association, not the ticket)")),
+    Sink("salesforce", int(v("worker_lanes")), 1, v("salesforce_call_ms"), math.inf,
          "Salesforce 150,000 calls/24 h (Enterprise, 50 licenses)",
-         "sObject Collections upserts of up to 200 records per call (the sink sends one), or more API calls"),
+         "sObject Collections upserts of up to 200 records per call (the sink sends one), or more API calls",
+         calls_per_day=v("salesforce_calls_per_day")),
 ]
 
 
@@ -53,11 +64,20 @@ def writes_per_delivery():
     return table, index
 
 
-def shards(rate):
-    """Stream shards: one per table partition (assumed), partitions by write throughput."""
+def partitions(rate):
+    """The table's partitions at a steady rate: at least 4 (a new on-demand table takes 4,000 WRU/s
+    at once), and enough for its writes (1,000 WRU/s each) and its 30 days of receipts (about
+    10 GB each, assumed)."""
     table, _ = writes_per_delivery()
-    partitions = max(1, math.ceil(rate * table / v("ddb_partition_wru_per_s")))
-    return max(1, math.ceil(partitions * v("shards_per_partition")))
+    stored = rate * (1 - DUPLICATES) * v("receipt_item_bytes") * v("retention_days") * 86_400
+    return max(math.ceil(v("ddb_new_table_wru_per_s") / v("ddb_partition_wru_per_s")),
+               math.ceil(rate * table / v("ddb_partition_wru_per_s")),
+               math.ceil(stored / (v("ddb_partition_gb") * GIB)))
+
+
+def shards(rate):
+    """Stream shards: one per table partition (assumed)."""
+    return max(1, math.ceil(partitions(rate) * v("shards_per_partition")))
 
 
 def record_seconds(sink):
@@ -85,15 +105,15 @@ def stages(rate, sink, parallelization=None):
         ("Workers Free: CPU per delivery", v("edge_cpu_ms"), v("workers_free_cpu_ms"), "ms", "the Paid plan"),
         ("Workers Free: subrequests per delivery", v("edge_subrequests"), v("workers_free_subrequests"),
          "subrequests", "none needed"),
-        ("DynamoDB table writes", rate * table, v("ddb_table_wru_per_s"), "WRU/s",
+        ("DynamoDB writes, table and index", rate * (table + index), v("ddb_table_wru_per_s"), "WRU/s",
          "raise the table's on-demand throughput quota (Service Quotas); a new table takes 4,000 WRU/s at once"),
         ("pending index, per key value", rate * index / 16, v("ddb_partition_wru_per_s"), "WRU/s",
          "more pendingShard values (PENDING_SHARDS in shared/src/receipt.rs)"),
         ("Lambda concurrency (shards x ParallelizationFactor)", concurrent,
          v("lambda_account_concurrency"), "executions", "raise the account's concurrency quota"),
-        ("stream worker", new, concurrent * invocation_rate(sink), "records/s",
-         "ParallelizationFactor (up to 10) and BatchSize (up to 10,000)"),
-        (f"{sink.name} rate limit", new * sink.calls_per_lead, sink.calls_per_s, "calls/s", sink.limit_advice),
+        ("stream worker", new, concurrent * invocation_rate(sink), "records/s", sink.worker_advice),
+        (f"{sink.name} rate limit", new * sink.calls_per_lead, sink.sustained_calls_per_s(), "calls/s",
+         sink.limit_advice),
     ]
     if sink.connections:
         rows.append(("postgres connections", concurrent + 1,
@@ -113,7 +133,7 @@ def capacity(sink, rate=1, parallelization=None):
     """Leads per second the path sustains to `sink` (the stream worker or the sink's limit)."""
     parallelization = parallelization or v("esm_parallelization")
     consumer = shards(rate) * parallelization * invocation_rate(sink)
-    return min(consumer, sink.calls_per_s / sink.calls_per_lead)
+    return min(consumer, sink.sustained_calls_per_s() / sink.calls_per_lead)
 
 
 def cost_per_million(rate, sink):
@@ -127,8 +147,8 @@ def cost_per_million(rate, sink):
                + max(0.0, month - v("workers_included_requests")) / 1e6 * v("workers_usd_per_million_requests")
                + max(0.0, cpu_ms - v("workers_included_cpu_ms")) / 1e6 * v("workers_usd_per_million_cpu_ms"))
     dynamodb_writes = month * (table + index) / 1e6 * v("ddb_usd_per_million_wru")
-    stored_gb = month * new * v("receipt_item_bytes") / 1e9 * v("retention_days") / 30
-    dynamodb_storage = stored_gb * v("ddb_usd_per_gb_month")
+    stored_gb = month * new * v("receipt_item_bytes") / GIB * v("retention_days") / 30
+    dynamodb_storage = stored_gb * (v("ddb_usd_per_gb_month") + v("ddb_pitr_usd_per_gb_month"))
     # Lambda: batches fill up to BatchSize within the batching window, per shard.
     per_shard = month * new / shards(rate) / SECONDS_PER_MONTH
     batch = min(v("esm_batch_size"), max(1.0, per_shard * v("esm_batching_window_s")))
@@ -136,7 +156,8 @@ def cost_per_million(rate, sink):
     seconds = invocations * (math.ceil(batch / sink.lanes) * record_seconds(sink) + v("invocation_overhead_ms") / 1000)
     lam = (invocations / 1e6 * v("lambda_usd_per_million_requests")
            + seconds * v("lambda_memory_gb") * v("lambda_usd_per_gb_s"))
-    alarms = v("alarms") * v("alarm_usd_per_month")
-    terms = {"Workers": workers, "DynamoDB writes": dynamodb_writes, "DynamoDB storage": dynamodb_storage,
-             "Lambda": lam, "CloudWatch alarms": alarms}
+    logs = month * new * v("log_bytes_per_record") / GIB * v("logs_usd_per_gb")
+    fixed = v("alarms") * v("alarm_usd_per_month") + v("secret_usd_per_month")
+    terms = {"Workers": workers, "DynamoDB writes": dynamodb_writes, "DynamoDB storage and PITR": dynamodb_storage,
+             "Lambda": lam, "CloudWatch Logs": logs, "alarms and the sink secret": fixed}
     return {name: usd / millions for name, usd in terms.items()}

@@ -13,6 +13,12 @@ CF_PRICING = "https://developers.cloudflare.com/workers/platform/pricing/"
 CF_LIMITS = "https://developers.cloudflare.com/workers/platform/limits/"
 DDB_PRICING = "https://aws.amazon.com/dynamodb/pricing/on-demand/"
 DDB_QUOTAS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"
+DDB_TABLE_QUOTA = ("https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+                   "throttling-account-limit-exceeded-mitigation.html")
+DDB_PARTITIONS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"
+DDB_GUIDE_PARTITIONS = ("https://github.com/awsdocs/amazon-dynamodb-developer-guide/blob/master/doc_source/"
+                        "GuidelinesForTables.md")
+HUBSPOT_CHANGELOG = "https://developers.hubspot.com/changelog/increasing-our-api-limits"
 DDB_ITEMS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/WorkingWithItems.html"
 DDB_STREAMS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Streams.html"
 DDB_ONDEMAND = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html"
@@ -56,14 +62,21 @@ FIGURES = {
     "edge_subrequests": F(1, "per delivery", "ours", "edge/src/dynamodb.rs", "one PutItem"),
     "edge_cpu_ms": F(1.34, "ms/delivery", "measured", BENCH, "about 1 KiB deliveries, workerd CPU"),
     # DynamoDB on-demand.
-    "ddb_usd_per_million_wru": F(0.625, "USD", "price", DDB_PRICING, "us-east-1, Standard class"),
-    "ddb_usd_per_gb_month": F(0.25, "USD", "price", DDB_PRICING, "storage, first 25 GB free"),
-    "ddb_partition_wru_per_s": F(1_000, "WRU/s", "documented", DDB_QUOTAS, "per partition"),
-    "ddb_table_wru_per_s": F(40_000, "WRU/s", "documented", DDB_QUOTAS, "on-demand per-table default, adjustable"),
+    "ddb_usd_per_million_wru": F(0.625, "USD", "price", DDB_PRICING,
+                                 "us-east-1, Standard class; read from copies of the page"),
+    "ddb_usd_per_gb_month": F(0.25, "USD", "price", DDB_PRICING, "storage; read from copies of the page"),
+    "ddb_pitr_usd_per_gb_month": F(0.20, "USD", "price", DDB_PRICING,
+                                   "point-in-time recovery (on in template.yaml); read from copies of the page"),
+    "ddb_partition_wru_per_s": F(1_000, "WRU/s", "documented", DDB_PARTITIONS, "per partition"),
+    "ddb_partition_gb": F(10, "GB", "assumed", DDB_GUIDE_PARTITIONS,
+                          "about 10 GB per partition, an older guide; AWS documents no current figure"),
+    "ddb_table_wru_per_s": F(40_000, "WRU/s", "documented", DDB_TABLE_QUOTA,
+                             "on-demand per-table default, adjustable; covers the table and its indexes together"),
     "ddb_new_table_wru_per_s": F(4_000, "WRU/s", "documented", DDB_ONDEMAND,
                                  "a new on-demand table at once; double the previous peak within 30 min"),
     "receipt_item_bytes": F(1_159, "bytes", "measured", "ARCHITECTURE.md (item_size of a 1 KiB form)"),
-    "index_entry_bytes": F(100, "bytes", "ours", "ARCHITECTURE.md (pending index: keys only)"),
+    "index_entry_bytes": F(300, "bytes", "ours", "ARCHITECTURE.md (pending index: keys only)",
+                           "table key, index keys and 100 bytes of overhead: 1 WRU"),
     "retention_days": F(30, "days", "ours", "edge RETENTION_DAYS default"),
     # DynamoDB Streams and the Lambda event source mapping.
     "stream_retention_s": F(86_400, "s", "documented", DDB_STREAMS, "records removed after 24 hours"),
@@ -80,8 +93,9 @@ FIGURES = {
     "reconcile_older_than_s": F(7_200, "s", "ours", "template.yaml ReconcileOlderThan"),
     "reconcile_timeout_s": F(600, "s", "ours", "template.yaml"),
     # Lambda.
-    "lambda_usd_per_gb_s": F(0.0000133334, "USD", "price", LAMBDA_PRICING, "arm64, first 7.5 billion GB-s"),
-    "lambda_usd_per_million_requests": F(0.20, "USD", "price", LAMBDA_PRICING),
+    "lambda_usd_per_gb_s": F(0.0000133334, "USD", "price", LAMBDA_PRICING,
+                             "arm64, first 7.5 billion GB-s; read from copies of the page"),
+    "lambda_usd_per_million_requests": F(0.20, "USD", "price", LAMBDA_PRICING, "read from copies of the page"),
     "lambda_memory_gb": F(0.25, "GB", "ours", "template.yaml MemorySize 256"),
     "lambda_account_concurrency": F(1_000, "executions", "documented", LAMBDA_LIMITS, "default, adjustable"),
     "worker_lanes": F(10, "records at once", "ours", "stream-worker/src/handler.rs (HubSpot: 1)"),
@@ -90,6 +104,9 @@ FIGURES = {
     # Sinks.
     "hubspot_calls_per_10s": F(100, "calls", "documented", HUBSPOT_LIMITS, "Free/Starter; 190 Pro/Enterprise; 250 with the add-on"),
     "hubspot_calls_per_10s_pro": F(190, "calls", "documented", HUBSPOT_LIMITS, "Professional/Enterprise"),
+    "hubspot_calls_per_day": F(250_000, "calls/day", "documented", HUBSPOT_LIMITS,
+                               "Free/Starter, shared by the account's apps; read from copies of the page"),
+    "hubspot_calls_per_day_pro": F(650_000, "calls/day", "documented", HUBSPOT_CHANGELOG, "Professional"),
     "hubspot_calls_per_lead": F(3, "calls", "ours", "stream-worker/src/sink/hubspot.rs",
                                 "contact upsert, ticket upsert, association"),
     "hubspot_batch_max": F(100, "inputs/call", "documented", HUBSPOT_BATCH),
@@ -99,13 +116,20 @@ FIGURES = {
     "salesforce_calls_per_lead": F(1, "calls", "ours", "stream-worker/src/sink/salesforce.rs", "one PATCH upsert"),
     "salesforce_collection_max": F(200, "records/call", "documented", SF_COLLECTIONS),
     "salesforce_call_ms": F(200, "ms", "assumed", "Salesforce REST latency"),
-    "postgres_max_connections": F(100, "connections", "documented", PG_CONNECTIONS, "default"),
+    "postgres_max_connections": F(97, "connections", "documented", PG_CONNECTIONS,
+                                  "default 100, less 3 reserved for superusers"),
     "postgres_statement_ms": F(2, "ms", "assumed", "one upsert, pipelined on the invocation's connection"),
     "webhook_call_ms": F(50, "ms", "assumed", "your receiver's latency"),
     "webhook_rate_per_s": F(1_000, "requests/s", "assumed", "your receiver's limit"),
     # Operations.
-    "alarms": F(14, "alarms", "ours", "template.yaml"),
-    "alarm_usd_per_month": F(0.10, "USD/alarm-month", "price", CW_PRICING, "standard resolution"),
+    "alarms": F(6, "alarms", "ours", "template.yaml"),
+    "alarm_usd_per_month": F(0.10, "USD/alarm-month", "price", CW_PRICING,
+                             "standard resolution; read from copies of the page"),
+    "logs_usd_per_gb": F(0.50, "USD/GB", "price", CW_PRICING, "CloudWatch Logs ingestion; read from copies of the page"),
+    "log_bytes_per_record": F(600, "bytes", "assumed", "stream-worker/src/handler.rs",
+                              "the record's log line and the batch's metric lines"),
+    "secret_usd_per_month": F(0.40, "USD/secret-month", "price", "https://aws.amazon.com/secrets-manager/pricing/",
+                              "the sink secret; read from copies of the page"),
 }
 
 

@@ -290,6 +290,16 @@ fn body_signatures_as_typeform_and_tally_send_them() {
     let body = br#"{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE"}"#;
     let good = "gi/Z9TuVMGh+ZfPGY7VnkW0NszHwhQDdvXGZhD3OHsQ=";
     assert_eq!(check(&tally, &[("Tally-Signature", good)], body), Ok(AuthMethod::BodySignature));
+    // The same secret listed twice (mid-rotation) still accepts: matches are ORed, never toggled.
+    let twice = AuthPolicy {
+        body_signature: Some(BodySignature {
+            header: "tally-signature",
+            prefix: "",
+            secrets: vec![SigningSecret::plain("test-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
+        }),
+        ..AuthPolicy::default()
+    };
+    assert_eq!(check(&twice, &[("Tally-Signature", good)], body), Ok(AuthMethod::BodySignature));
     assert_eq!(check(&tally, &[("Tally-Signature", &format!("sha256={good}"))], body), Err(AuthError::BadSignature));
     // No secret configured: the method is not configured at all.
     let empty = AuthPolicy {

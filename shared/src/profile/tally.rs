@@ -165,6 +165,18 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn the_first_of_each_named_field_wins() {
+        let body = r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":[
+            {"key":"a","type":"INPUT_EMAIL","label":"Email","value":"first@x"},
+            {"key":"b","type":"TEXTAREA","label":"Message","value":"first note"},
+            {"key":"c","type":"INPUT_EMAIL","label":"Work email","value":"second@x"},
+            {"key":"d","type":"TEXTAREA","label":"More","value":"second note"}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!((lead.email.as_str(), lead.message.as_str()), ("first@x", "first note"));
+        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"More":"second note","Work email":"second@x"}"#);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn odd_fields_never_fail_the_lead() {
         let body = r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":[
             1, {"type":"INPUT_TEXT","label":"Full Name","value":"Grace"},

@@ -198,6 +198,27 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn the_first_of_each_named_field_wins_and_only_a_question_about_a_name_is_the_name() {
+        let body = r#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t","answers":[
+            {"type":"text","text":"Acme","field":{"id":"c","type":"short_text","ref":"company"}},
+            {"type":"text","text":"first note","field":{"id":"m1","type":"long_text"}},
+            {"type":"email","email":"first@x","field":{"id":"e1","type":"email"}},
+            {"type":"text","text":"Ada","field":{"id":"n1","type":"short_text","ref":"your_name"}},
+            {"type":"text","text":"second note","field":{"id":"m2","type":"long_text"}},
+            {"type":"email","email":"second@x","field":{"id":"e2","type":"email"}},
+            {"type":"text","text":"Grace","field":{"id":"n2","type":"short_text","ref":"other_name"}}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!(
+            (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
+            ("Ada", "first@x", "first note")
+        );
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"company":"Acme","e2":"second@x","m2":"second note","other_name":"Grace"}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn odd_answers_never_fail_the_lead() {
         let body = r#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t","answers":[
             7, {"type":"number"}, {"type":"email","email":"a@x","field":{"id":"e1"}},
