@@ -116,6 +116,62 @@ fn static_forms_lead_key(receipt: &Receipt) -> String {
     }
 }
 
+/// One of a lead's named fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Named {
+    /// `name`.
+    Name,
+    /// `email`.
+    Email,
+    /// `message`.
+    Message,
+}
+
+/// A lead being filled from a sender's answers: each named field takes the first answer that
+/// fits it; every other answer goes to `extra` under the first key it is given.
+pub(crate) struct Fields {
+    lead: Lead,
+    taken: [bool; 3],
+}
+
+impl Fields {
+    /// An empty lead keyed `external_id`.
+    pub(crate) fn new(external_id: String) -> Fields {
+        let lead = Lead {
+            external_id,
+            name: String::new(),
+            email: String::new(),
+            message: String::new(),
+            extra: BTreeMap::new(),
+        };
+        Fields { lead, taken: [false; 3] }
+    }
+
+    /// Puts `value` in the first of `candidates` still empty; `None` (the value handed back)
+    /// when all are taken.
+    pub(crate) fn fill(&mut self, candidates: &[Named], value: Json) -> Option<Json> {
+        let Some(&field) = candidates.iter().find(|f| !self.taken[**f as usize]) else { return Some(value) };
+        self.taken[field as usize] = true;
+        let slot = match field {
+            Named::Name => &mut self.lead.name,
+            Named::Email => &mut self.lead.email,
+            Named::Message => &mut self.lead.message,
+        };
+        *slot = as_text(value);
+        None
+    }
+
+    /// The extra fields so far.
+    pub(crate) fn extra(&mut self) -> &mut BTreeMap<String, Json> {
+        &mut self.lead.extra
+    }
+
+    /// The lead.
+    pub(crate) fn finish(self) -> Lead {
+        self.lead
+    }
+}
+
 /// A field's value as text: strings as they are, `null` as empty, anything else as JSON.
 pub(crate) fn as_text(value: Json) -> String {
     match value {

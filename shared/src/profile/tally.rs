@@ -13,14 +13,13 @@
 //!   `INPUT_TEXT` whose label says "name"; every other field in `extra` under its label (its
 //!   `key` when the label is taken or empty), choice fields as their options' texts.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::fingerprint::fingerprint;
 use crate::json::Json;
-use crate::lead::{as_text, Lead, LeadError};
+use crate::lead::{Fields, Lead, LeadError, Named};
 use crate::profile::{expect_event, identity, parse_object, Profile};
 use crate::receipt::Receipt;
 
@@ -60,38 +59,24 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         Some(Json::Array(fields)) => fields.as_slice(),
         Some(_) => return Err(LeadError::AnswersNotArray),
     };
-    let mut lead = Lead {
-        external_id: receipt.key.clone(),
-        name: String::new(),
-        email: String::new(),
-        message: String::new(),
-        extra: BTreeMap::new(),
-    };
-    let (mut have_name, mut have_email, mut have_message) = (false, false, false);
+    let mut lead = Fields::new(receipt.key.clone());
     for field in fields {
         let text = |name: &str| field.get(name).and_then(Json::as_str).unwrap_or_default();
         let label = text("label");
         let value = with_option_texts(field);
-        let slot = match text("type") {
-            "INPUT_EMAIL" if !have_email => Some((&mut lead.email, &mut have_email)),
-            "TEXTAREA" if !have_message => Some((&mut lead.message, &mut have_message)),
-            "INPUT_TEXT" if !have_name && label.to_lowercase().contains("name") => {
-                Some((&mut lead.name, &mut have_name))
-            }
-            _ => None,
+        let candidates: &[Named] = match text("type") {
+            "INPUT_EMAIL" => &[Named::Email],
+            "TEXTAREA" => &[Named::Message],
+            "INPUT_TEXT" if label.to_lowercase().contains("name") => &[Named::Name],
+            _ => &[],
         };
-        match slot {
-            Some((target, have)) => {
-                *target = as_text(value);
-                *have = true;
-            }
-            None => {
-                let key = if label.is_empty() || lead.extra.contains_key(label) { text("key") } else { label };
-                lead.extra.entry(String::from(key)).or_insert(value);
-            }
+        if let Some(value) = lead.fill(candidates, value) {
+            let extra = lead.extra();
+            let key = if label.is_empty() || extra.contains_key(label) { text("key") } else { label };
+            extra.entry(String::from(key)).or_insert(value);
         }
     }
-    Ok(lead)
+    Ok(lead.finish())
 }
 
 /// A field's value, with a choice field's option IDs replaced by their texts (an ID without an

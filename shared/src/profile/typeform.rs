@@ -22,7 +22,7 @@ use alloc::string::String;
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::fingerprint::fingerprint;
 use crate::json::Json;
-use crate::lead::{as_text, Lead, LeadError};
+use crate::lead::{Fields, Lead, LeadError, Named};
 use crate::profile::{expect_event, identity, parse_object, Profile};
 use crate::receipt::Receipt;
 
@@ -85,14 +85,7 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
             .collect(),
         _ => BTreeMap::new(),
     };
-    let mut lead = Lead {
-        external_id: receipt.key.clone(),
-        name: String::new(),
-        email: String::new(),
-        message: String::new(),
-        extra: BTreeMap::new(),
-    };
-    let (mut have_name, mut have_email, mut have_message) = (false, false, false);
+    let mut lead = Fields::new(receipt.key.clone());
     for answer in answers {
         let field = answer.get("field");
         let text = |name: &str| field.and_then(|f| f.get(name)).and_then(Json::as_str);
@@ -102,29 +95,21 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         let value =
             answer.get("type").and_then(Json::as_str).and_then(|t| answer.get(t)).cloned().unwrap_or(Json::Null);
         let says_name = |s: &str| s.to_lowercase().contains("name");
-        let slot = match (answer.get("type").and_then(Json::as_str), text("type")) {
-            (Some("email"), _) if !have_email => Some((&mut lead.email, &mut have_email)),
-            (_, Some("long_text")) if !have_message => Some((&mut lead.message, &mut have_message)),
-            (_, Some("short_text")) if !have_name && (reference.is_some_and(says_name) || says_name(title)) => {
-                Some((&mut lead.name, &mut have_name))
-            }
-            _ => None,
+        let candidates: &[Named] = match (answer.get("type").and_then(Json::as_str), text("type")) {
+            (Some("email"), _) => &[Named::Email],
+            (_, Some("long_text")) => &[Named::Message],
+            (_, Some("short_text")) if reference.is_some_and(says_name) || says_name(title) => &[Named::Name],
+            _ => &[],
         };
-        match slot {
-            Some((target, have)) => {
-                *target = as_text(value);
-                *have = true;
-            }
-            None => {
-                let key = reference.unwrap_or(id);
-                lead.extra.entry(String::from(key)).or_insert(value);
-            }
+        if let Some(value) = lead.fill(candidates, value) {
+            let key = reference.unwrap_or(id);
+            lead.extra().entry(String::from(key)).or_insert(value);
         }
     }
     if let Some(hidden) = response.and_then(|r| r.get("hidden")).filter(|h| !matches!(h, Json::Null)) {
-        lead.extra.insert(String::from("hidden"), hidden.clone());
+        lead.extra().insert(String::from("hidden"), hidden.clone());
     }
-    Ok(lead)
+    Ok(lead.finish())
 }
 
 #[cfg(test)]
@@ -208,10 +193,7 @@ mod tests {
             {"type":"email","email":"second@x","field":{"id":"e2","type":"email"}},
             {"type":"text","text":"Grace","field":{"id":"n2","type":"short_text","ref":"other_name"}}]}}"#;
         let lead = lead(&receipt(body)).unwrap();
-        assert_eq!(
-            (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
-            ("Ada", "first@x", "first note")
-        );
+        assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str()), ("Ada", "first@x", "first note"));
         assert_eq!(
             Json::Object(lead.extra).to_text(),
             r#"{"company":"Acme","e2":"second@x","m2":"second note","other_name":"Grace"}"#
