@@ -147,8 +147,8 @@ impl Fields {
         Fields { lead, taken: [false; 3] }
     }
 
-    /// Puts `value` in the first of `candidates` still empty; `None` (the value handed back)
-    /// when all are taken.
+    /// Puts `value` in the first of `candidates` still empty and returns `None`; when every
+    /// candidate is taken (or there is none), hands `value` back for `extra`.
     pub(crate) fn fill(&mut self, candidates: &[Named], value: Json) -> Option<Json> {
         let Some(&field) = candidates.iter().find(|f| !self.taken[**f as usize]) else { return Some(value) };
         self.taken[field as usize] = true;
