@@ -156,9 +156,16 @@ fn the_body_limit_holds_to_the_byte_whatever_the_framing_claims() {
     let s = stack();
     let url = format!("{}/webhooks/staticforms", s.edge.url);
     // Exactly at the limit is read and stored; one byte over is refused, either way it is framed.
-    let at = deliver(&s.edge, &headers("sub_at_limit"), &padded("sub_at_limit", LIMIT));
+    // Raw sockets: the Worker answers 413 from the declared length without reading the body,
+    // and an HTTP client still uploading may take the closed connection for no answer at all.
+    let declared = |id: &str, size: usize| {
+        let h = headers(id);
+        let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        tests::http::send_raw_bytes("POST", &url, &refs, &padded(id, size)).expect("the Worker answers")
+    };
+    let at = declared("sub_at_limit", LIMIT);
     assert_eq!(code(&at), (202, Value::from("stored")), "{}", at.body);
-    let over = deliver(&s.edge, &headers("sub_over_limit"), &padded("sub_over_limit", LIMIT + 1));
+    let over = declared("sub_over_limit", LIMIT + 1);
     assert_eq!(code(&over), (413, Value::from("payload_too_large")), "{}", over.body);
     let chunked = |id: &str, size: usize| {
         let h = headers(id);

@@ -78,9 +78,12 @@ pub fn send_raw_bytes(method: &str, url: &str, headers: &[(&str, &str)], body: &
     }
     request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
     request.extend_from_slice(body);
-    stream.write_all(&request).ok()?;
+    // A server may answer (413 from the declared length) and close before reading the whole
+    // body: the write then fails, and the answer is still there to read.
+    let _ = stream.write_all(&request);
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).ok()?;
+    // A reset after the answer (the unread body) still leaves the answer read.
+    let _ = stream.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw);
     let (head, rest) = text.split_once("\r\n\r\n")?;
     let mut lines = head.split("\r\n");
