@@ -4,6 +4,11 @@
 //! Bodies are JSON with `code` and a human `message`; 5xx bodies never carry internal text
 //! (the one addition: `/healthz`'s 503 names the configuration variable at fault, never its
 //! value, so a deploy can be checked).
+//!
+//! No outcome is a 500: every failure of the receiver's own (its configuration, its
+//! credential, the store's table or policy) is one an operator can fix, so it answers 503 with
+//! `Retry-After` and every sender keeps the delivery (`../shared/SENDER.md`, "Other senders'
+//! retry rules"). A 500 comes only from the runtime, for a panic.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -154,7 +159,12 @@ impl Outcome {
                 X::Reason(TooLarge::Item.reason()),
             ),
             Outcome::BodyUnreadable => (400, "body_unreadable", "the body could not be read", X::Nothing),
-            Outcome::ConfigInvalid(_) => (500, "config_invalid", "the receiver is misconfigured", X::Nothing),
+            // An operator can fix each of these, and each may clear: 503 with `Retry-After` keeps
+            // every sender retrying as long as it will (Typeform gives up on a 500 after five
+            // tries over about 3.6 hours, and retries a 503 for 10 hours).
+            Outcome::ConfigInvalid(_) => {
+                (503, "config_invalid", "the receiver is misconfigured; retry later", X::RetryAfter)
+            }
             Outcome::Unhealthy(HealthProblem::ConfigInvalid(variable)) => (
                 503,
                 "config_invalid",
@@ -170,9 +180,12 @@ impl Outcome {
             Outcome::Unauthenticated(_, challenge) => {
                 (401, "unauthenticated", "the sender is not authenticated", X::Challenge(challenge))
             }
-            Outcome::AuthNotConfigured => {
-                (500, "auth_not_configured", "the receiver has no sender authentication configured", X::Nothing)
-            }
+            Outcome::AuthNotConfigured => (
+                503,
+                "auth_not_configured",
+                "the receiver has no sender authentication configured; retry later",
+                X::RetryAfter,
+            ),
             Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(e)) => {
                 (400, "invalid_json", "the body is not valid JSON", X::Reason(json_reason(*e)))
             }
@@ -205,7 +218,7 @@ impl Outcome {
                 (503, "store_unavailable", "the receipt could not be stored; retry later", X::RetryAfter)
             }
             Outcome::StoreMisconfigured(_) => {
-                (500, "store_misconfigured", "the receipt could not be stored", X::Nothing)
+                (503, "store_misconfigured", "the receipt could not be stored; retry later", X::RetryAfter)
             }
         };
         let mut body = String::from("{\"code\":");

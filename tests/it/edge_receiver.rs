@@ -189,9 +189,34 @@ fn a_signature_the_store_rejects_is_never_a_success() {
     let wrong = AccessKey { id: s.key.id.clone(), secret: "not-the-secret".into() };
     let edge = Edge::start(&bindings(&s.store.endpoint(), &wrong, &[]));
     let answer = deliver(&edge, &headers("sub_badsig"), &body("sub_badsig"));
-    // The store refuses the signature: a configuration fault (500), not a passing one.
-    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("store_misconfigured")), "{}", answer.body);
+    // The store refuses the signature: a configuration fault, never a success, answered 503
+    // with Retry-After so the sender keeps the delivery until the key is fixed.
+    assert_operator_fixable(&answer, "store_misconfigured");
     assert!(s.store.scan(TABLE).is_empty());
+}
+
+/// 503 with `Retry-After` and `code`: every sender retries it for as long as it retries anything
+/// (`../shared/SENDER.md`: Typeform stops after five tries on any other failure).
+fn assert_operator_fixable(answer: &Answer, code: &str) {
+    assert_eq!((answer.status, answer.json()["code"].clone()), (503, json!(code)), "{}", answer.body);
+    assert_eq!(answer.header("retry-after"), Some("5"), "{}", answer.body);
+}
+
+#[test]
+fn a_policy_without_put_item_or_a_missing_table_answers_503_until_the_operator_fixes_it() {
+    let s = stack();
+    // A key whose policy lacks dynamodb:PutItem (a changed or wrong policy): AccessDenied.
+    let narrow = s.store.iam_access_key_without_policy("edge-narrow");
+    s.store.allow("edge-narrow", "read-only", "dynamodb:GetItem", "*");
+    let edge = Edge::start(&bindings(&s.store.endpoint(), &narrow, &[]));
+    assert_operator_fixable(&deliver(&edge, &headers("sub_policy"), &body("sub_policy")), "store_misconfigured");
+    // A table that does not exist (a wrong name, or not created yet): ResourceNotFound.
+    let absent = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("RECEIPTS_TABLE", "no-such-table")]));
+    assert_operator_fixable(&deliver(&absent, &headers("sub_table"), &body("sub_table")), "store_misconfigured");
+    assert!(s.store.scan(TABLE).is_empty());
+    // Once fixed, the sender's next retry is stored.
+    s.store.allow("edge-narrow", "put", "dynamodb:PutItem", "*");
+    assert_eq!(deliver(&edge, &headers("sub_policy"), &body("sub_policy")).status, 202);
 }
 
 #[test]
@@ -299,11 +324,11 @@ fn requests_that_are_not_deliveries_and_chunked_bodies() {
 }
 
 #[test]
-fn a_broken_configuration_answers_500_and_never_accepts() {
+fn a_broken_configuration_answers_503_and_never_accepts() {
     let key = AccessKey { id: "AKIDEXAMPLE".into(), secret: "secret".into() };
     let edge = Edge::start(&bindings("http://127.0.0.1:9", &key, &[("RETENTION_DAYS", "forever")]));
     let answer = deliver(&edge, &headers("sub_config"), &body("sub_config"));
-    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("config_invalid")));
+    assert_operator_fixable(&answer, "config_invalid");
     let logs = edge.logs(1);
     assert_eq!(logs.len(), 1);
     assert!(logs[0].starts_with("error ") && logs[0].contains("RETENTION_DAYS"), "{logs:?}");
@@ -326,7 +351,7 @@ fn a_broken_configuration_answers_500_and_never_accepts() {
         .collect();
     let edge = Edge::start(&no_auth);
     let answer = deliver(&edge, &headers("sub_config"), &body("sub_config"));
-    assert_eq!((answer.status, answer.json()["code"].clone()), (500, json!("auth_not_configured")));
+    assert_operator_fixable(&answer, "auth_not_configured");
     let health = edge.request("GET", "/healthz", &[], &[]);
     assert_eq!((health.status, health.json()["code"].clone()), (503, json!("auth_not_configured")));
 }
@@ -453,7 +478,13 @@ fn a_body_whose_receipt_would_not_fit_is_refused_before_writing() {
     let stored: Vec<String> =
         s.store.scan(TABLE).iter().map(|i| i["submissionId"]["S"].as_str().unwrap().to_owned()).collect();
     assert_eq!(stored, ["sub_large"]);
-    // Over MAX_BODY_BYTES is still 413 for the body itself.
-    let answer = deliver(&edge, &headers("sub_huger"), &with_message("sub_huger", 1_100_000));
+    // Over MAX_BODY_BYTES is still 413 for the body itself. The Worker answers from the
+    // declared length and may close before the body is written, which an HTTP client can take
+    // for no answer: a raw socket reads the answer whatever happens to the upload.
+    let refs: Vec<(String, String)> = headers("sub_huger");
+    let refs: Vec<(&str, &str)> = refs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let url = format!("{}/webhooks/staticforms", edge.url);
+    let answer = tests::http::send_raw_bytes("POST", &url, &refs, &with_message("sub_huger", 1_100_000))
+        .expect("the Worker answers");
     assert_eq!((answer.status, answer.json()["reason"].clone()), (413, json!("body_too_large")));
 }

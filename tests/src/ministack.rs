@@ -130,6 +130,14 @@ impl Ministack {
         AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
     }
 
+    /// Creates an IAM user with no policy at all (give it some with [`Ministack::allow`]) and
+    /// returns a new access key for it.
+    pub fn iam_access_key_without_policy(&self, user: &str) -> AccessKey {
+        self.iam(&[("Action", "CreateUser"), ("UserName", user)]);
+        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
+        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    }
+
     /// Adds an inline policy `name` to `user` allowing `action` on `resource`.
     pub fn allow(&self, user: &str, name: &str, action: &str, resource: &str) {
         let policy = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]});

@@ -29,7 +29,7 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
         (Outcome::PayloadTooLarge(TooLarge::Body), 413, "payload_too_large", None, Some(("reason", "body_too_large"))),
         (Outcome::PayloadTooLarge(TooLarge::Item), 413, "payload_too_large", None, Some(("reason", "item_too_large"))),
         (Outcome::BodyUnreadable, 400, "body_unreadable", None, None),
-        (Outcome::ConfigInvalid("RECEIPTS_TABLE"), 500, "config_invalid", None, None),
+        (Outcome::ConfigInvalid("RECEIPTS_TABLE"), 503, "config_invalid", Some(("Retry-After", "5")), None),
         (
             Outcome::Unauthenticated(AuthError::BadSignature, "Bearer realm=\"webhooks\"".into()),
             401,
@@ -45,7 +45,7 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
             Some(("variable", "AWS_REGION")),
         ),
         (Outcome::Unhealthy(HealthProblem::AuthNotConfigured), 503, "auth_not_configured", None, None),
-        (Outcome::AuthNotConfigured, 500, "auth_not_configured", None, None),
+        (Outcome::AuthNotConfigured, 503, "auth_not_configured", Some(("Retry-After", "5")), None),
         (
             Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::TooDeep)),
             400,
@@ -78,7 +78,10 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
         ),
         (Outcome::StoreUnavailable(R::Timeout), 503, "store_unavailable", Some(("Retry-After", "5")), None),
         (Outcome::StoreUnavailable(R::UnreadableDuplicate), 503, "store_unavailable", Some(("Retry-After", "5")), None),
-        (Outcome::StoreMisconfigured(P::AccessDenied), 500, "store_misconfigured", None, None),
+        (Outcome::StoreMisconfigured(P::AccessDenied), 503, "store_misconfigured", Some(("Retry-After", "5")), None),
+        (Outcome::StoreMisconfigured(P::TableNotFound), 503, "store_misconfigured", Some(("Retry-After", "5")), None),
+        (Outcome::StoreMisconfigured(P::InvalidRequest), 503, "store_misconfigured", Some(("Retry-After", "5")), None),
+        (Outcome::StoreMisconfigured(P::UnknownError), 503, "store_misconfigured", Some(("Retry-After", "5")), None),
     ]
 }
 
@@ -131,8 +134,7 @@ fn server_errors_carry_no_detail() {
 
 #[wasm_bindgen_test(unsupported = test)]
 fn codes_are_unique_per_status() {
-    // A configuration fault is 500 on a delivery and 503 on `/healthz`; every other code has
-    // one status.
+    // Every code has one status (a configuration fault is 503 on a delivery and on `/healthz`).
     let mut seen: Vec<(&str, u16)> =
         rows().iter().filter(|r| !matches!(r.0, Outcome::Unhealthy(_))).map(|r| (r.2, r.1)).collect();
     seen.sort();
@@ -140,6 +142,21 @@ fn codes_are_unique_per_status() {
     let mut codes: Vec<&str> = seen.iter().map(|s| s.0).collect();
     codes.dedup();
     assert_eq!(codes.len(), seen.len(), "a code maps to one status");
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn every_failure_an_operator_can_fix_keeps_senders_retrying() {
+    // `../shared/SENDER.md`: Typeform retries 503 for 10 hours and any other failure five
+    // times; Static Forms retries 5xx. No outcome answers 500, and every 503 says when to
+    // come back, so no sender gives a delivery up while an operator mends the receiver.
+    for (outcome, status, ..) in rows() {
+        let response = outcome.response();
+        assert_ne!(status, 500, "{outcome:?}");
+        let unhealthy = matches!(outcome, Outcome::Unhealthy(_));
+        if status == 503 && !unhealthy {
+            assert!(response.headers.iter().any(|(n, v)| *n == "Retry-After" && v == "5"), "{outcome:?}");
+        }
+    }
 }
 
 #[wasm_bindgen_test(unsupported = test)]
