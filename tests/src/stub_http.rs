@@ -1,9 +1,7 @@
-//! A tiny HTTP/1.1 server for stand-ins of third-party APIs, on 127.0.0.1 and an ephemeral port,
-//! the "fail next" answers the stand-ins share, and a strict webhook receiver.
+//! The HTTP server the stand-ins of third-party APIs run on (hyper, on 127.0.0.1 and an
+//! ephemeral port, connections served concurrently), the "fail next" answers the stand-ins
+//! share, and a strict webhook receiver.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -140,45 +138,37 @@ impl WebhookStandIn {
     }
 }
 
-/// Serves `handler` on a thread until dropped, one connection at a time.
+/// Serves `handler` until dropped: hyper's HTTP/1.1 server on its own runtime thread, every
+/// connection served at the same time as the others (keep-alive included), as the services
+/// the stand-ins stand for do. The handler runs on a blocking thread per request, so it may
+/// lock and sleep: two requests can be inside it at once, which is what lets a stand-in see
+/// overlapping calls (Salesforce's row locks, HubSpot's races).
 pub struct StubServer {
     pub port: u16,
-    stop: Arc<AtomicBool>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
+type Handler = dyn Fn(StubRequest) -> StubResponse + Send + Sync + 'static;
+
 impl StubServer {
-    pub fn start(handler: impl Fn(StubRequest) -> StubResponse + Send + 'static) -> StubServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    pub fn start(handler: impl Fn(StubRequest) -> StubResponse + Send + Sync + 'static) -> StubServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                let Ok((stream, _)) = listener.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut reader = BufReader::new(stream);
-                let Some(request) = read_request(&mut reader) else { continue };
-                let response = handler(request);
-                let mut head = format!(
-                    "HTTP/1.1 {} Stub\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                    response.status,
-                    response.body.len()
-                );
-                for (name, value) in &response.headers {
-                    head.push_str(&format!("{name}: {value}\r\n"));
-                }
-                head.push_str("\r\n");
-                let mut stream = reader.into_inner();
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(response.body.as_bytes());
-            }
+        let handler: Arc<Handler> = Arc::new(handler);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime for the stand-in");
+            runtime.block_on(serve(listener, handler, stopped));
+            // Dropping the runtime ends every connection still open.
+            runtime.shutdown_timeout(Duration::from_secs(1));
         });
-        StubServer { port, stop }
+        StubServer { port, stop: Some(stop), thread: Some(thread) }
     }
 
     pub fn url(&self) -> String {
@@ -188,32 +178,65 @@ impl StubServer {
 
 impl Drop for StubServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
-fn read_request(reader: &mut impl BufRead) -> Option<StubRequest> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let mut headers = Vec::new();
+/// Accepts connections until `stopped`, each served on a task of its own.
+async fn serve(
+    listener: std::net::TcpListener,
+    handler: Arc<Handler>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
     loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok()?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':')?;
-        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+        let stream = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+        };
+        let handler = Arc::clone(&handler);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| answer(Arc::clone(&handler), request));
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+        });
     }
-    let length = headers
+}
+
+/// One request: read whole, handed to the handler on a blocking thread, answered as JSON unless
+/// the handler names another `Content-Type`.
+async fn answer(
+    handler: Arc<Handler>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<http_body_util::Full<bytes::Bytes>>, std::convert::Infallible> {
+    use http_body_util::BodyExt;
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+    let headers = parts
+        .headers
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(StubRequest { method, path, headers, body })
+        .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let path = parts.uri.path_and_query().map_or_else(|| parts.uri.to_string(), |p| p.as_str().to_owned());
+    let request = StubRequest { method: parts.method.as_str().to_owned(), path, headers, body };
+    let response = tokio::task::spawn_blocking(move || handler(request))
+        .await
+        .unwrap_or_else(|_| StubResponse::json(500, json!({"error": "the stand-in panicked"})));
+    let mut builder = hyper::Response::builder().status(response.status);
+    if !response.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) && !response.body.is_empty() {
+        builder = builder.header("Content-Type", "application/json");
+    }
+    for (name, value) in &response.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let body = http_body_util::Full::new(bytes::Bytes::from(response.body));
+    Ok(builder.body(body).unwrap_or_else(|_| hyper::Response::new(http_body_util::Full::default())))
 }
