@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod crm_rules;
 mod edge_hostile;
 mod edge_promises;
 mod edge_receiver;

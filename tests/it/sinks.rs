@@ -257,7 +257,7 @@ async fn hubspot_a_contact_conflict_that_clears_at_once_keeps_the_contact() {
     // Another submission from the same new person created the contact a moment ago: the first
     // upsert answers 409, the one right after finds the contact and updates it.
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
-    standin.fail_next(FailNext::new(1, 409));
+    standin.state.lock().unwrap().contact_conflicts_once = 1;
     let sink = Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap();
     sink.upsert(&sample_lead("sub_hs_race"), "k").await.unwrap();
     let state = standin.state.lock().unwrap();

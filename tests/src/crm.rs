@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 
+mod salesforce;
+pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
+
 /// HubSpot as its API documents it, for the calls the sink makes: contacts unique by email
 /// (upsert by `email`; a create with an existing email is 409 `CONFLICT`), tickets upserted by
 /// a unique ticket property (which must exist and be unique: else 400 `VALIDATION_ERROR`,
@@ -15,7 +18,10 @@ use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 /// `id` (else 400 `VALIDATION_ERROR`; our client's own rule, HubSpot documents the value in
 /// `id` only), refused inputs as a 400 `VALIDATION_ERROR` listing them (or 207 per-input errors
 /// when the inputs carry `objectWriteTraceId`; an email without `@` is `INVALID_EMAIL`), v4
-/// default associations, the properties API, and rate limits as 429 with
+/// default associations and their listing, tickets read by the unique property (`batch/read`,
+/// a 207 `OBJECT_NOT_FOUND` for missing IDs), `application/json` required on every body (415),
+/// a property catalogue (an input naming another property is a 400 `PROPERTY_DOESNT_EXIST`),
+/// the properties API, and rate limits as 429 with
 /// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
 /// documents only for other answers). Sources: developers.hubspot.com "Error handling" (429,
 /// 502/504, 503; the `status`/`category`/`message` body), "Using object APIs" (batch upsert).
@@ -47,11 +53,15 @@ pub struct HubSpotState {
     pub throttle_first: usize,
     /// Answer this many requests with 502 first (after any throttling): `fail_next` with 502.
     pub fail_first: usize,
+    /// The next this many contact upserts answer 409 `CONFLICT` (a concurrent create's race).
+    pub contact_conflicts_once: usize,
     /// Emails (any case) whose contact upsert answers 409 `CONFLICT`, every time.
     pub conflicting_emails: BTreeSet<String>,
     /// Per-input errors by batch input `id` (a contact's email, a ticket's submission ID),
     /// answered in a 207 as HubSpot answers an input it refuses.
     pub refuse_inputs: BTreeMap<String, Value>,
+    /// Every call served past the failures and the token, as `METHOD /path` (no query).
+    pub calls: Vec<String>,
     next_id: u64,
 }
 
@@ -104,6 +114,26 @@ fn hubspot_failure(status: u16, retry_after: Option<String>) -> StubResponse {
     response
 }
 
+/// The portal's property catalogue: the properties an input may name (the default contact and
+/// ticket properties the sink writes, a few more, and the portal's own ticket property).
+const CONTACT_PROPERTIES: [&str; 6] = ["email", "firstname", "lastname", "phone", "company", "website"];
+const TICKET_PROPERTIES: [&str; 6] =
+    ["subject", "content", "hs_pipeline", "hs_pipeline_stage", "hs_ticket_priority", "hubspot_owner_id"];
+
+/// The first property an upsert's input names that the portal does not have.
+fn unknown_property(state: &HubSpotState, path: &[&str], body: &Value) -> Option<String> {
+    let ["crm", "v3", "objects", object, ..] = path else { return None };
+    let own = state.ticket_property.as_ref().map(|(p, _)| p.as_str());
+    let known = |name: &str| match *object {
+        "contacts" => CONTACT_PROPERTIES.contains(&name),
+        "tickets" => TICKET_PROPERTIES.contains(&name) || Some(name) == own,
+        _ => true,
+    };
+    let single = body.get("properties").into_iter();
+    let inputs = body["inputs"].as_array().into_iter().flatten().filter_map(|i| i.get("properties"));
+    single.chain(inputs).filter_map(Value::as_object).flat_map(|p| p.keys()).find(|name| !known(name)).cloned()
+}
+
 fn validation_error(message: &str, code: &str) -> StubResponse {
     StubResponse::json(
         400,
@@ -139,9 +169,74 @@ impl HubSpotStandIn {
             if request.header("authorization") != Some(&format!("Bearer {token}")) {
                 return StubResponse::json(401, json!({"status": "error", "category": "INVALID_AUTHENTICATION"}));
             }
+            let media_type = request.header("content-type").and_then(|t| t.split(';').next()).map(str::trim);
+            if !request.body.is_empty() && !media_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
+                return StubResponse::json(
+                    415,
+                    json!({"status": "error", "message": "Unsupported Media Type", "category": "UNSUPPORTED_MEDIA_TYPE"}),
+                );
+            }
             let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            let path: Vec<&str> = request.path.trim_start_matches('/').split('/').collect();
+            let path_only = request.path.split('?').next().unwrap_or_default().to_owned();
+            state.calls.push(format!("{} {path_only}", request.method));
+            let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
+            if let Some(unknown) = unknown_property(&state, &path, &body) {
+                return StubResponse::json(
+                    400,
+                    json!({
+                        "status": "error", "category": "VALIDATION_ERROR",
+                        "message": format!("Property values were not valid: Property \"{unknown}\" does not exist"),
+                        "errors": [{"message": format!("Property \"{unknown}\" does not exist"),
+                                    "code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": [unknown]}}]
+                    }),
+                );
+            }
             match (request.method.as_str(), path.as_slice()) {
+                ("POST", ["crm", "v3", "objects", "tickets", "batch", "read"]) => {
+                    let id_property = body["idProperty"].as_str().unwrap_or_default();
+                    if state.ticket_property.as_ref().is_none_or(|(p, unique)| p != id_property || !unique) {
+                        return validation_error(
+                            &format!("Unable to perform read by non-unique property {id_property}"),
+                            "INVALID_ID_PROPERTY",
+                        );
+                    }
+                    let (mut results, mut missing) = (Vec::new(), Vec::new());
+                    for input in body["inputs"].as_array().into_iter().flatten() {
+                        let id = input["id"].as_str().unwrap_or_default();
+                        match state.tickets.get(id) {
+                            Some((ticket_id, properties)) => {
+                                results.push(json!({"id": ticket_id, "properties": properties}));
+                            }
+                            None => missing.push(id.to_owned()),
+                        }
+                    }
+                    if missing.is_empty() {
+                        return StubResponse::json(200, json!({"status": "COMPLETE", "results": results}));
+                    }
+                    StubResponse::json(
+                        207,
+                        json!({"status": "COMPLETE", "results": results, "numErrors": 1, "errors": [{
+                            "status": "error", "category": "OBJECT_NOT_FOUND",
+                            "message": "Could not get some TICKET objects, they may be deleted or not exist.",
+                            "context": {"ids": missing}
+                        }]}),
+                    )
+                }
+                ("GET", ["crm", "v4", "objects", "tickets", ticket, "associations", "contacts"]) => {
+                    if !state.tickets.values().any(|(id, _)| id == ticket) {
+                        return StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}));
+                    }
+                    let results: Vec<Value> = state
+                        .associations
+                        .iter()
+                        .filter(|(t, _)| t == ticket)
+                        .map(|(_, contact)| {
+                            json!({"toObjectId": contact.parse::<u64>().unwrap_or_default(),
+                            "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 16, "label": null}]})
+                        })
+                        .collect();
+                    StubResponse::json(200, json!({"results": results}))
+                }
                 ("GET", ["crm", "v3", "properties", "tickets", name]) => match &state.ticket_property {
                     Some((property, unique)) if property == name => StubResponse::json(
                         200,
@@ -201,7 +296,9 @@ impl HubSpotStandIn {
                             if properties.get("email").is_some_and(|v| v.as_str() != Some(id.as_str())) {
                                 return validation_error("properties[idProperty] must equal id", "INVALID_ID");
                             }
-                            if state.conflicting_emails.iter().any(|e| e.eq_ignore_ascii_case(&id)) {
+                            let racing = state.contact_conflicts_once > 0;
+                            state.contact_conflicts_once = state.contact_conflicts_once.saturating_sub(1);
+                            if racing || state.conflicting_emails.iter().any(|e| e.eq_ignore_ascii_case(&id)) {
                                 return StubResponse::json(
                                     409,
                                     json!({
@@ -336,194 +433,6 @@ impl HubSpotStandIn {
     }
 }
 
-/// Salesforce's Lead upsert by an external ID field, behind the OAuth 2.0 client credentials
-/// flow: tokens come from `/services/oauth2/token`, and expire on demand (`expire_tokens`), as
-/// sessions do after their timeout, answering 401 `INVALID_SESSION_ID`. Field API names (in the
-/// body and the external ID field in the path) compare without case, as Salesforce's do.
-///
-/// `fail_next` answers the next API calls (never the token endpoint) with Salesforce's bodies
-/// (developer.salesforce.com, REST API "Status Codes and Error Responses"): 401
-/// `INVALID_SESSION_ID` (a count of 2 outlasts the one new token a client fetches), 403
-/// `REQUEST_LIMIT_EXCEEDED` (Salesforce's request limit answer; it does not use 429), 415, 503
-/// `SERVER_UNAVAILABLE` (with `Retry-After` when set); any other status, 429 included, gets a
-/// generic error.
-pub struct SalesforceStandIn {
-    pub server: StubServer,
-    pub state: Arc<Mutex<SalesforceState>>,
-}
-
-#[derive(Default)]
-pub struct SalesforceState {
-    /// Leads by external ID (percent-decoded, as Salesforce stores the value).
-    pub leads: BTreeMap<String, Value>,
-    /// External IDs that match more than one Lead (answered with 300).
-    pub ambiguous: BTreeSet<String>,
-    /// Access tokens currently valid.
-    pub tokens: BTreeSet<String>,
-    /// Tokens issued so far.
-    pub issued: usize,
-    /// Whether the org's external ID field is marked External ID (it always exists).
-    pub field_not_external: bool,
-    /// Answer the next API calls (not token requests) with a failure.
-    pub fail_next: FailNext,
-}
-
-/// Salesforce's answer with `status` for an API call it did not serve.
-fn salesforce_failure(status: u16, retry_after: Option<String>) -> StubResponse {
-    let (code, message) = match status {
-        401 => ("INVALID_SESSION_ID", "Session expired or invalid"),
-        403 => ("REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded."),
-        415 => ("UNSUPPORTED_MEDIA_TYPE", "Content type not supported"),
-        503 => ("SERVER_UNAVAILABLE", "Server temporarily unavailable"),
-        _ => ("UNKNOWN_EXCEPTION", "An unexpected error occurred"),
-    };
-    let response = StubResponse::json(status, json!([{"message": message, "errorCode": code}]));
-    match retry_after {
-        Some(seconds) => response.with_header("Retry-After", &seconds),
-        None => response,
-    }
-}
-
-/// The Lead fields the stand-in's org has (anything else is `INVALID_FIELD`).
-const LEAD_FIELDS: [&str; 5] = ["FirstName", "LastName", "Email", "Company", "Description"];
-
-impl SalesforceStandIn {
-    pub fn start(client_id: &str, client_secret: &str, version: &str, field: &str) -> SalesforceStandIn {
-        let state = Arc::new(Mutex::new(SalesforceState::default()));
-        let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
-        let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
-        let (version, field) = (version.to_owned(), field.to_owned());
-        let own_url: Arc<Mutex<String>> = Arc::default();
-        let url = Arc::clone(&own_url);
-        let server = StubServer::start(move |request: StubRequest| {
-            let mut state = shared.lock().unwrap();
-            if request.path == "/services/oauth2/token" {
-                let form: BTreeMap<String, String> = form_decode(&request.body);
-                let is_form = request.header("content-type") == Some("application/x-www-form-urlencoded");
-                if request.method != "POST"
-                    || !is_form
-                    || form.get("grant_type").map(String::as_str) != Some("client_credentials")
-                {
-                    return StubResponse::json(400, json!({"error": "unsupported_grant_type"}));
-                }
-                if form.get("client_id") != Some(&client_id) || form.get("client_secret") != Some(&client_secret) {
-                    return StubResponse::json(
-                        400,
-                        json!({"error": "invalid_client", "error_description": "invalid client credentials"}),
-                    );
-                }
-                state.issued += 1;
-                let token = format!("00D!token-{}", state.issued);
-                state.tokens.insert(token.clone());
-                return StubResponse::json(
-                    200,
-                    json!({
-                        "access_token": token, "instance_url": url.lock().unwrap().clone(), "token_type": "Bearer",
-                        "issued_at": "1796019713000", "signature": "c2ln", "id": "https://login.salesforce.com/id/00D/005"
-                    }),
-                );
-            }
-            if let Some((status, retry_after)) = state.fail_next.take() {
-                return salesforce_failure(status, retry_after);
-            }
-            let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
-            if !state.tokens.contains(bearer) {
-                return StubResponse::json(
-                    401,
-                    json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
-                );
-            }
-            if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
-                let mut fields: Vec<Value> =
-                    LEAD_FIELDS.iter().map(|name| json!({"name": name, "externalId": false})).collect();
-                fields.push(json!({"name": field, "externalId": !state.field_not_external, "unique": true}));
-                return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
-            }
-            // The object and field names in the path compare without case too.
-            let id = request
-                .path
-                .get(..prefix.len())
-                .filter(|start| start.eq_ignore_ascii_case(&prefix) && request.method == "PATCH")
-                .and_then(|_| request.path.get(prefix.len()..));
-            let Some(id) = id else {
-                let message = "Provided external ID field does not exist or is not accessible";
-                return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
-            };
-            let id = percent_decode(id);
-            if state.ambiguous.contains(&id) {
-                return StubResponse::json(
-                    300,
-                    json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
-                );
-            }
-            if !request.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
-                return StubResponse::json(415, json!([{"errorCode": "UNSUPPORTED_MEDIA_TYPE"}]));
-            }
-            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-                return StubResponse::json(400, json!([{"errorCode": "JSON_PARSER_ERROR"}]));
-            };
-            // Each field name is matched without case to the org's field, and stored as the org
-            // spells it; a name no field has is INVALID_FIELD.
-            let mut fields = json!({});
-            for (name, value) in body.as_object().cloned().unwrap_or_default() {
-                let Some(known) = LEAD_FIELDS.iter().find(|f| f.eq_ignore_ascii_case(&name)) else {
-                    return StubResponse::json(
-                        400,
-                        json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
-                    );
-                };
-                fields[*known] = value;
-            }
-            // Lead field lengths and the email format, as the org enforces them.
-            for (name, max) in
-                [("FirstName", 40), ("LastName", 80), ("Company", 255), ("Email", 80), ("Description", 32_000)]
-            {
-                if fields[name].as_str().is_some_and(|v| v.chars().count() > max) {
-                    return StubResponse::json(400, json!([{"errorCode": "STRING_TOO_LONG", "fields": [name]}]));
-                }
-            }
-            if fields["Email"].as_str().is_some_and(|e| !e.contains('@') || e.contains(' ')) {
-                return StubResponse::json(400, json!([{"errorCode": "INVALID_EMAIL_ADDRESS", "fields": ["Email"]}]));
-            }
-            for required in ["LastName", "Company"] {
-                if fields[required].as_str().is_none_or(str::is_empty) {
-                    return StubResponse::json(
-                        400,
-                        json!([{"errorCode": "REQUIRED_FIELD_MISSING", "fields": [required]}]),
-                    );
-                }
-            }
-            match state.leads.get_mut(&id) {
-                Some(lead) => {
-                    for (name, value) in fields.as_object().cloned().unwrap_or_default() {
-                        lead[name] = value;
-                    }
-                    StubResponse { status: 204, headers: vec![], body: String::new() }
-                }
-                None => {
-                    state.leads.insert(id, fields);
-                    StubResponse::json(
-                        201,
-                        json!({"id": "00Q000000000001", "success": true, "errors": [], "created": true}),
-                    )
-                }
-            }
-        });
-        *own_url.lock().unwrap() = server.url();
-        SalesforceStandIn { server, state }
-    }
-
-    /// Ends every session, as the org's session timeout does.
-    pub fn expire_tokens(&self) {
-        self.state.lock().unwrap().tokens.clear();
-    }
-
-    /// Answers the next API calls (not token requests) with `failure`.
-    pub fn fail_next(&self, failure: FailNext) {
-        self.state.lock().unwrap().fail_next = failure;
-    }
-}
-
 /// `%XX` sequences as bytes, then UTF-8.
 pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -546,7 +455,7 @@ pub fn percent_decode(text: &str) -> String {
 }
 
 /// An `application/x-www-form-urlencoded` body as a map.
-fn form_decode(body: &[u8]) -> BTreeMap<String, String> {
+pub(crate) fn form_decode(body: &[u8]) -> BTreeMap<String, String> {
     String::from_utf8_lossy(body)
         .split('&')
         .filter_map(|pair| pair.split_once('='))

@@ -7,11 +7,16 @@
 //! 2. the submission becomes a ticket upserted by a unique ticket property holding the
 //!    submission ID (`POST /crm/v3/objects/tickets/batch/upsert`, by default
 //!    `static_forms_submission_id`, which must exist with unique values): tickets are on every
-//!    HubSpot tier (custom objects need Enterprise), and upsert by a unique property makes a
-//!    replay update the same ticket;
+//!    HubSpot tier (custom objects need Enterprise), and upsert by a unique property makes two
+//!    first attempts at once write one ticket;
 //! 3. the ticket is associated with the contact
 //!    (`PUT /crm/v4/objects/tickets/<id>/associations/default/contacts/<id>`), which upserts
 //!    cannot carry.
+//!
+//! Before all that, the ticket is read by the unique property (`batch/read`): a replay (a
+//! redrive, a stream retry after the lead was written, reconcile) finds it and writes nothing
+//! to it, so a stage, subject or owner an agent changed stays as the agent left it; only an
+//! association a crash left out is made.
 //!
 //! Two submissions from one person are two tickets and one contact; a replay changes nothing.
 //! Every call carries one input (the batch endpoints refuse a batch naming an ID twice).
@@ -223,50 +228,116 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
     })
 }
 
+impl HubSpot {
+    /// The submission's ticket when it exists already (a replay, a redrive, a retry after a
+    /// crash): its ID and whether it is associated with a contact. A `batch/read` by the unique
+    /// property (`POST`, so any ID is safe in its body; HubSpot answers a missing one in
+    /// `errors`, 200 or 207), then, for a ticket found, its contacts (v4 associations).
+    async fn existing_ticket(&self, submission_id: &str) -> Result<Option<(String, bool)>, SinkError> {
+        let body = json!({"idProperty": self.id_property, "inputs": [{"id": submission_id}],
+                          "properties": [self.id_property]});
+        let url = format!("{}/crm/v3/objects/tickets/batch/read", self.base_url);
+        let response = self.client.post(url).bearer_auth(&self.token).json(&body).send().await;
+        let response = response.map_err(|e| transport_error(&e))?;
+        let status = response.status().as_u16();
+        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let answer: Value = match status {
+            200 | 207 => response.json().await.map_err(|e| transport_error(&e))?,
+            // Not found, however HubSpot says it: a new submission.
+            404 => return Ok(None),
+            400 => {
+                let answer: Value = response.json().await.unwrap_or(Value::Null);
+                return Err(match classify_error(&answer) {
+                    // A read refused for its input is HubSpot's, never the lead's.
+                    SinkError::Permanent { .. } => {
+                        SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }
+                    }
+                    retryable => retryable,
+                });
+            }
+            status => return Err(classify_status(status, retry_after.as_deref())),
+        };
+        // Matched by the property's value, never by position.
+        let found = answer["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["properties"][self.id_property.as_str()].as_str() == Some(submission_id));
+        let Some(ticket) = found.and_then(|r| r["id"].as_str()) else { return Ok(None) };
+        let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/contacts", self.base_url);
+        let associations: Value =
+            send(self.client.get(url).bearer_auth(&self.token)).await?.json().await.map_err(|e| transport_error(&e))?;
+        let associated = associations["results"].as_array().is_some_and(|r| !r.is_empty());
+        Ok(Some((ticket.to_owned(), associated)))
+    }
+
+    /// The contact's ID, upserted by email; `None` when the form gave no email or HubSpot
+    /// refuses it for good (its content, or a standing conflict).
+    async fn contact(&self, lead: &Lead) -> Result<Option<String>, SinkError> {
+        let Some((email, properties)) = contact_input(lead) else { return Ok(None) };
+        let mut result = self.upsert_one("contacts", "email", email, properties.clone()).await;
+        // A conflict may be a race: another submission from the same new person created the
+        // contact a moment ago. Once more finds it and updates it; a second conflict is a
+        // standing one.
+        if result == Err(CONTACT_CONFLICT) {
+            result = self.upsert_one("contacts", "email", email, properties).await;
+        }
+        match result {
+            Ok(id) => Ok(Some(id)),
+            Err(SinkError::Permanent { .. }) => Ok(None),
+            Err(retryable) => Err(retryable),
+        }
+    }
+
+    /// Associates the ticket with the contact. Both objects exist: a refusal here is
+    /// HubSpot's, not this lead's, and the replay will associate them.
+    async fn associate(&self, ticket: &str, contact: &str) -> Result<(), SinkError> {
+        let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/default/contacts/{contact}", self.base_url);
+        send(self.client.put(url).bearer_auth(&self.token)).await.map_err(|e| match e {
+            SinkError::Permanent { .. } => {
+                SinkError::Retryable { reason: "sink_association_failed", retry_after: None }
+            }
+            retryable => retryable,
+        })?;
+        Ok(())
+    }
+}
+
 impl LeadSink for HubSpot {
     fn record_budget(&self) -> std::time::Duration {
-        // Contact, ticket, association: three calls at most.
-        3 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+        // The ticket's read, the contact (twice after a conflict), the ticket, the association:
+        // five calls at most (a replay: the read, the ticket's associations, and only when
+        // they are missing the contact and the association).
+        5 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
     }
 
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
+        // A replay leaves the ticket as agents left it (its stage, subject, content, owner):
+        // an upsert would set every property again, and HubSpot has no "set on create only".
+        // The ticket is written only when it does not exist yet; an existing one only gets the
+        // association it lacks (a crash between the ticket and the association).
+        if let Some((ticket, associated)) = self.existing_ticket(&lead.external_id).await? {
+            if !associated {
+                if let Some(contact) = self.contact(lead).await? {
+                    self.associate(&ticket, &contact).await?;
+                }
+            }
+            return Ok(());
+        }
         // An email HubSpot refuses for its content (a 207 per-input error) or that conflicts
         // with another record (409) costs the contact, not the submission: the ticket is still
         // written, with the email in its content.
-        let contact = match contact_input(lead) {
-            None => None,
-            Some((email, properties)) => {
-                let mut result = self.upsert_one("contacts", "email", email, properties.clone()).await;
-                // A conflict may be a race: another submission from the same new person created
-                // the contact a moment ago. Once more finds it and updates it; a second conflict
-                // is a standing one.
-                if result == Err(CONTACT_CONFLICT) {
-                    result = self.upsert_one("contacts", "email", email, properties).await;
-                }
-                match result {
-                    Ok(id) => Some(id),
-                    Err(SinkError::Permanent { .. }) => None,
-                    Err(retryable) => return Err(retryable),
-                }
-            }
-        };
+        let contact = self.contact(lead).await?;
         let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
         if contact.is_none() && !lead.email.trim().is_empty() {
             let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
             properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
         }
+        // By upsert, not create: two first attempts at once (a redrive beside the stream) both
+        // find no ticket, and the second updates the first's with the same values.
         let ticket = self.upsert_one("tickets", &self.id_property, &lead.external_id, properties).await?;
         if let Some(contact) = contact {
-            let url =
-                format!("{}/crm/v4/objects/tickets/{ticket}/associations/default/contacts/{contact}", self.base_url);
-            // Both objects were just written: a refusal here is HubSpot's, not this lead's, and
-            // the replay (both upserts are idempotent) will associate them.
-            send(self.client.put(url).bearer_auth(&self.token)).await.map_err(|e| match e {
-                SinkError::Permanent { .. } => {
-                    SinkError::Retryable { reason: "sink_association_failed", retry_after: None }
-                }
-                retryable => retryable,
-            })?;
+            self.associate(&ticket, &contact).await?;
         }
         Ok(())
     }
@@ -325,10 +396,10 @@ mod tests {
     }
 
     #[test]
-    fn a_hubspot_record_may_take_three_calls_and_the_store_update() {
+    fn a_hubspot_record_may_take_five_calls_and_the_store_update() {
         let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("1") };
         let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "p", tickets);
-        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(41));
+        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(61));
     }
 
     #[test]

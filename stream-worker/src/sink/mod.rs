@@ -55,11 +55,34 @@ pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(11);
 /// length limits, and a value over one refuses the whole record, which would turn a lead whose
 /// only fault is a long message into a `FAILED` one.
 pub fn fit(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    fit_measured(text, max, |_| 1)
+}
+
+/// [`fit`] in UTF-16 code units, the unit Salesforce (Apex and Java strings) counts a Text
+/// field's length in: an emoji outside the Basic Multilingual Plane is two. A surrogate pair is
+/// never cut: a character that does not fit whole is left out whole.
+pub fn fit_utf16(text: &str, max: usize) -> String {
+    fit_measured(text, max, char::len_utf16)
+}
+
+/// `text` whole when its characters' sizes add up to at most `max`; else the longest prefix of
+/// whole characters that leaves room for `…` (one unit in both measures), then `…`.
+fn fit_measured(text: &str, max: usize, size: fn(char) -> usize) -> String {
+    if text.chars().map(size).sum::<usize>() <= max {
         return text.to_owned();
     }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += size(c);
+        if used > max.saturating_sub(1) {
+            break;
+        }
+        cut.push(c);
+    }
+    if max > 0 {
+        cut.push('…');
+    }
     cut
 }
 
@@ -179,6 +202,21 @@ mod tests {
         assert_eq!(fit("abc", 2), "a…");
         assert_eq!(fit("ééé", 3), "ééé", "characters, not bytes");
         assert_eq!(fit("", 0), "");
-        assert_eq!(fit("a", 0), "…");
+        assert_eq!(fit("a", 0), "", "nothing fits in nothing, not even the mark");
+        assert_eq!(fit("a", 1), "a");
+        assert_eq!(fit("ab", 1), "…");
+    }
+
+    #[test]
+    fn fit_utf16_counts_code_units_and_never_splits_a_pair() {
+        // 30 emoji are 30 characters and 60 UTF-16 code units: over a 40-unit field.
+        let emoji = "😀".repeat(30);
+        let cut = fit_utf16(&emoji, 40);
+        assert_eq!(cut.encode_utf16().count(), 39, "19 pairs and the mark: a 20th pair would pass 40");
+        assert_eq!(cut, format!("{}…", "😀".repeat(19)));
+        assert_eq!(fit_utf16(&"😀".repeat(20), 40), "😀".repeat(20), "exactly 40 units fits whole");
+        assert_eq!(fit_utf16("a😀", 2), "a…", "the pair does not fit beside the mark");
+        assert_eq!(fit_utf16("ééé", 3), "ééé", "one unit each");
+        assert_eq!(fit("😀😀😀", 2), "😀…", "fit still counts characters");
     }
 }

@@ -1,0 +1,275 @@
+//! A lead as a Salesforce Lead record: its fields within Salesforce's lengths (UTF-16 code
+//! units), an email only when Salesforce's rules accept it, and the external ID's value and
+//! path segment.
+
+use serde_json::json;
+use shared::lead::Lead;
+
+use crate::sink::fit_utf16;
+
+/// What Salesforce requires on a Lead when the form did not supply it.
+pub const NOT_PROVIDED: &str = "[not provided]";
+
+/// The Lead's standard fields' lengths, in UTF-16 code units (Salesforce's "characters":
+/// Object Reference, Lead): `FirstName` 40, `LastName` 80, `Company` 255, `Email` 80,
+/// `Description` (Long Text Area) 32,000.
+pub const LENGTHS: [(&str, usize); 5] =
+    [("FirstName", 40), ("LastName", 80), ("Company", 255), ("Email", 80), ("Description", 32_000)];
+
+fn length(field: &str) -> usize {
+    LENGTHS.iter().find(|(name, _)| *name == field).map_or(0, |(_, max)| *max)
+}
+
+/// The Lead's fields: `LastName` and `Company` are required by Salesforce.
+///
+/// Each value fits its field's length, since one value over its field refuses the whole Lead.
+/// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
+/// end of `Description` instead ([`without_email`]).
+pub fn fields(lead: &Lead) -> serde_json::Value {
+    let (first, last) = match lead.name.rsplit_once(' ') {
+        Some((first, last)) => (first, last),
+        None => ("", lead.name.as_str()),
+    };
+    let company = lead.extra.get("company").and_then(|c| c.as_str()).unwrap_or(NOT_PROVIDED);
+    let email = lead.email.trim();
+    let mut fields = json!({
+        "FirstName": fit_utf16(first, length("FirstName")),
+        "LastName": fit_utf16(if last.is_empty() { NOT_PROVIDED } else { last }, length("LastName")),
+        "Company": fit_utf16(company, length("Company")),
+        "Description": fit_utf16(&lead.message, length("Description")),
+    });
+    if email_accepted(email) {
+        fields["Email"] = json!(email);
+        fields
+    } else {
+        without_email(lead, fields)
+    }
+}
+
+/// `fields` without `Email`, the address as submitted kept at the end of `Description` (after
+/// the message, which is cut first so the address stays whole): for an address Salesforce
+/// refuses, so the Lead is still written.
+pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::Value {
+    let email = lead.email.trim();
+    if let Some(object) = fields.as_object_mut() {
+        object.remove("Email");
+    }
+    if !email.is_empty() {
+        let note = format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000));
+        let room = length("Description").saturating_sub(note.encode_utf16().count());
+        fields["Description"] = json!(format!("{}{note}", fit_utf16(&lead.message, room)));
+    }
+    fields
+}
+
+/// Whether the sink sends `email` as the Lead's `Email`: only when Salesforce's documented
+/// rules accept it (Salesforce Help 000384328, "Email Address Format Technical Standards
+/// Validation", and 000001145, "How does Salesforce qualify an email address?"), read
+/// conservatively: an address this refuses still reaches the Lead, in `Description`, and one
+/// Salesforce refuses anyway is sent once more without `Email`.
+/// - at most 80 characters, exactly one `@`;
+/// - a local part of 1 to 64 ASCII letters, digits, ``.!#$%&'*/=?^_+-`{|}~``, not starting
+///   with `.` (Salesforce allows `..` in the middle and at the end, unlike the RFCs); no
+///   quoted forms or comments;
+/// - a domain of two or more labels of ASCII letters, digits and `-` (no `_`, which is why
+///   `ada@exa_mple.com` is refused), each 1 to 63 long, never starting or ending with `-`
+///   (so no `..`), the last of letters only;
+/// - ASCII only: internationalised addresses need the org's EAI setting, which the sink
+///   cannot see.
+pub fn email_accepted(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else { return false };
+    if email.len() > length("Email") || domain.contains('@') {
+        return false;
+    }
+    let local_char = |c: char| c.is_ascii_alphanumeric() || ".!#$%&'*/=?^_+-`{|}~".contains(c);
+    let local_ok = (1..=64).contains(&local.len()) && !local.starts_with('.') && local.chars().all(local_char);
+    let labels: Vec<&str> = domain.split('.').collect();
+    let label_ok = |label: &&str| {
+        (1..=63).contains(&label.len())
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    let top_ok = labels.last().is_some_and(|top| top.len() >= 2 && top.chars().all(|c| c.is_ascii_alphabetic()));
+    local_ok && labels.len() >= 2 && labels.iter().all(label_ok) && top_ok
+}
+
+/// The longest external ID value a Salesforce Text field holds, in UTF-16 code units.
+pub const MAX_EXTERNAL_ID_UNITS: usize = 255;
+
+/// The value of the external ID field for a submission ID: the ID itself, or, for an ID no
+/// Text field can hold or no URL path can carry, `sha256-` and the hex SHA-256 of the ID:
+/// over 255 UTF-16 code units; holding a `.` (`.` and `..` are dot segments URL parsers
+/// remove, and Salesforce answers 404 to values ending in some file extensions, such as
+/// `.inc`, which would read as a missing field). Deterministic, so a replay upserts the same
+/// Lead; distinct IDs never share a value (the field must be case sensitive: checked at start).
+pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
+    use sha2::{Digest, Sha256};
+    let fits = submission_id.encode_utf16().count() <= MAX_EXTERNAL_ID_UNITS && !submission_id.contains('.');
+    // A short ID that itself looks like a digest value is hashed too, so it cannot collide
+    // with one.
+    if fits && !submission_id.starts_with("sha256-") {
+        return std::borrow::Cow::Borrowed(submission_id);
+    }
+    let digest = Sha256::digest(submission_id.as_bytes());
+    std::borrow::Cow::Owned(format!("sha256-{}", shared::hex::encode(&digest)))
+}
+
+/// `text` percent-encoded as one URL path segment: every byte but RFC 3986's unreserved
+/// characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, so `/`, `?`, `#`, `%` and non-ASCII stay in it.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead(name: &str, email: &str, company: Option<&str>) -> Lead {
+        let extra =
+            company.map(|c| (String::from("company"), shared::json::Json::String(c.into()))).into_iter().collect();
+        Lead {
+            external_id: String::from("sub_1"),
+            name: name.to_owned(),
+            email: email.to_owned(),
+            message: String::from("Hello"),
+            extra,
+        }
+    }
+
+    #[test]
+    fn ids_are_one_encoded_path_segment() {
+        assert_eq!(path_segment("sub_8fK2qLw9Xc"), "sub_8fK2qLw9Xc");
+        assert_eq!(path_segment("a/b?c#d%e f:g+h=i"), "a%2Fb%3Fc%23d%25e%20f%3Ag%2Bh%3Di");
+        assert_eq!(path_segment("é~.-"), "%C3%A9~.-");
+    }
+
+    #[test]
+    fn a_lead_maps_to_the_lead_object_s_fields() {
+        // The last space splits the name: a family name is one word, given names may be several.
+        let all = fields(&lead("Ada King Lovelace", " ada@example.com ", Some("Analytical Engines")));
+        assert_eq!(
+            all,
+            json!({"FirstName": "Ada King", "LastName": "Lovelace", "Company": "Analytical Engines",
+                   "Description": "Hello", "Email": "ada@example.com"})
+        );
+        // One word is the last name; LastName and Company are required, so never empty.
+        let one = fields(&lead("Cher", "", None));
+        assert_eq!(
+            (&one["FirstName"], &one["LastName"], &one["Company"]),
+            (&json!(""), &json!("Cher"), &json!(NOT_PROVIDED))
+        );
+        assert_eq!(one.get("Email"), None);
+        assert_eq!(one["Description"], "Hello", "no email, no note");
+        assert_eq!(fields(&lead("", "", None))["LastName"], NOT_PROVIDED);
+        // Each value within its field's length.
+        let long = fields(&lead(&format!("{} {}", "f".repeat(50), "l".repeat(90)), "", Some(&"c".repeat(300))));
+        let units = |v: &serde_json::Value| v.as_str().unwrap().encode_utf16().count();
+        assert_eq!((units(&long["FirstName"]), units(&long["LastName"]), units(&long["Company"])), (40, 80, 255));
+    }
+
+    #[test]
+    fn lengths_are_utf16_code_units_as_salesforce_counts_them() {
+        // 30 emoji: 30 characters, 60 code units; FirstName holds 40 units.
+        let emoji = "😀".repeat(30);
+        let f = fields(&lead(&format!("{emoji} {emoji}"), "", Some(&"😀".repeat(200))));
+        for (field, max) in [("FirstName", 40), ("LastName", 80), ("Company", 255)] {
+            let value = f[field].as_str().unwrap();
+            assert!(value.encode_utf16().count() <= max, "{field}: {}", value.encode_utf16().count());
+            assert!(value.starts_with('😀'), "{field}: whole characters");
+        }
+        assert_eq!(f["LastName"], emoji, "60 units fit in 80");
+        let mut long = lead("A B", "ada@example.com", None);
+        long.message = "😀".repeat(16_001);
+        assert!(fields(&long)["Description"].as_str().unwrap().encode_utf16().count() <= 32_000);
+    }
+
+    #[test]
+    fn emails_salesforce_accepts_are_sent_as_the_email() {
+        // 80 characters, with the longest local part (64).
+        let at_limit = format!("{}@abcdefghijk.com", "a".repeat(64));
+        assert_eq!(at_limit.len(), 80);
+        for good in [
+            "ada@example.com",
+            "Ada.King+forms@mail.example.co.uk",
+            "o'brien@example.ie",
+            "a-b_c!#$%&*/=?^`{|}~@x-y.example.com",
+            "1@2.io",
+            // Salesforce allows dots in a row in the local part, except at its start.
+            "a..a@test.jp",
+            "a..@test.jp",
+            at_limit.as_str(),
+        ] {
+            assert!(email_accepted(good), "{good}");
+        }
+    }
+
+    #[test]
+    fn emails_outside_salesforce_s_rules_are_kept_in_the_description_instead() {
+        let over = format!("{}@abcdefghijkl.com", "a".repeat(64));
+        let long_local = format!("{}@x.io", "a".repeat(65));
+        for bad in [
+            over.as_str(),
+            long_local.as_str(),
+            "no-at-sign",
+            "@example.com",
+            "ada@localhost",
+            "ada lovelace@example.com",
+            "ada@exa_mple.com",
+            "ada@gmail..com",
+            "a@b@example.com",
+            ".ada@example.com",
+            "ada@-example.com",
+            "ada@example-.com",
+            "ada@example.c0m",
+            "ada@example.com.",
+            "\"ada\"@example.com",
+            "adä@example.com",
+            "ada@exämple.com",
+            "ada@[127.0.0.1]",
+        ] {
+            assert!(!email_accepted(bad), "{bad}");
+            let f = fields(&lead("A B", bad, None));
+            assert_eq!(f.get("Email"), None, "{bad}");
+            assert_eq!(f["Description"], format!("Hello\n\n(email as submitted: {bad})"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn without_email_keeps_the_address_whole_after_a_cut_message() {
+        let mut long = lead("A B", "ada@example.com", None);
+        long.message = "m".repeat(40_000);
+        let f = without_email(&long, fields(&long));
+        let description = f["Description"].as_str().unwrap();
+        assert_eq!(f.get("Email"), None);
+        assert!(description.ends_with("…\n\n(email as submitted: ada@example.com)"), "{}", &description[31_900..]);
+        assert_eq!(description.encode_utf16().count(), 32_000);
+    }
+
+    #[test]
+    fn ids_a_text_field_or_a_path_cannot_hold_become_digests() {
+        assert_eq!(external_id("sub_1"), "sub_1");
+        let longest = "é".repeat(MAX_EXTERNAL_ID_UNITS);
+        assert_eq!(external_id(&longest), longest.as_str());
+        // 128 emoji are 128 characters but 256 UTF-16 code units: over the field.
+        let emoji = "😀".repeat(128);
+        let too_long = "x".repeat(MAX_EXTERNAL_ID_UNITS + 1);
+        for odd in [".", "..", "lead@example.inc", "sub.1", too_long.as_str(), "sha256-abc", emoji.as_str()] {
+            let value = external_id(odd);
+            assert!(value.starts_with("sha256-") && value.len() == 71, "{odd}: {value}");
+            assert_eq!(external_id(odd), value, "deterministic");
+        }
+        assert_eq!(external_id(&"😀".repeat(127)), "😀".repeat(127), "254 units fit");
+        assert_ne!(external_id("."), external_id(".."));
+        // printf '.' | sha256sum
+        assert_eq!(external_id("."), "sha256-cdb4ee2aea69cc6a83331bbe96dc2caa9a299d21329efb0336fc02a82e1839a8");
+    }
+}

@@ -1,0 +1,165 @@
+//! What each of Salesforce's refusals means for a lead: retried (a passing condition, or the
+//! org's setup, which a person fixes), this lead's own content (`FAILED`), or done already.
+//!
+//! Salesforce answers an upsert it refuses with a JSON array of `{errorCode, message, fields}`
+//! (developer.salesforce.com, REST API "Status Codes and Error Responses"; the codes are SOAP
+//! API's `StatusCode` values). Only codes are read, never messages, which repeat the input.
+
+use crate::sink::SinkError;
+
+/// What a refusal's error code means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meaning {
+    /// A condition that passes: retried, with this reason.
+    Transient(&'static str),
+    /// The org's setup refuses every such lead until an administrator changes it: retried,
+    /// loud, with a reason an alarm can name; never `FAILED`, since a redrive could not help a
+    /// lead that was failed for it.
+    OrgSetup(&'static str),
+    /// This lead's own content: `FAILED` with this reason.
+    Content(&'static str),
+    /// The submission's Lead exists and was converted (to an Account, Contact and Opportunity):
+    /// the submission is a lead already, and a replay must not touch what sales made of it.
+    Converted,
+}
+
+/// Every error code the sink gives a meaning, with the reason it reports. Codes not listed
+/// fall back to the answer's status (`classify_status`: a 400 is the lead's).
+pub const CODES: [(&str, Meaning); 17] = [
+    // Record locks: another transaction (a workflow, a data load, a user) holds the Lead or a
+    // record it touches; Salesforce documents retrying.
+    ("UNABLE_TO_LOCK_ROW", Meaning::Transient("sink_row_locked")),
+    // Two upserts of one external ID at once both found no Lead and both inserted: the second
+    // is refused as a duplicate of the first's value. Retried, it finds the Lead and updates it.
+    ("DUPLICATE_VALUE", Meaning::Transient("sink_concurrent_upsert")),
+    ("REQUEST_RUNNING_TOO_LONG", Meaning::Transient("sink_unavailable")),
+    // The org made a field required that the form does not fill.
+    ("REQUIRED_FIELD_MISSING", Meaning::OrgSetup("sink_org_required_field")),
+    // A validation rule of the org's refuses the Lead.
+    ("FIELD_CUSTOM_VALIDATION_EXCEPTION", Meaning::OrgSetup("sink_org_validation_rule")),
+    // Field-level security or the integration user's permissions.
+    ("INVALID_FIELD_FOR_INSERT_UPDATE", Meaning::OrgSetup("sink_org_permissions")),
+    ("INSUFFICIENT_ACCESS_OR_READONLY", Meaning::OrgSetup("sink_org_permissions")),
+    ("INSUFFICIENT_ACCESS_ON_CROSS_REFERENCE_ENTITY", Meaning::OrgSetup("sink_org_permissions")),
+    // A duplicate rule whose action is Block (alerts are saved past: the sink sends
+    // `Sforce-Duplicate-Rule-Header: allowSave=true`).
+    ("DUPLICATES_DETECTED", Meaning::OrgSetup("sink_org_duplicate_rule")),
+    // A trigger, a flow or an assignment rule of the org's failed on the Lead.
+    ("CANNOT_INSERT_UPDATE_ACTIVATE_ENTITY", Meaning::OrgSetup("sink_org_automation")),
+    ("CANNOT_EXECUTE_FLOW_TRIGGER", Meaning::OrgSetup("sink_org_automation")),
+    ("FIELD_INTEGRITY_EXCEPTION", Meaning::OrgSetup("sink_org_automation")),
+    ("INVALID_CROSS_REFERENCE_KEY", Meaning::OrgSetup("sink_org_automation")),
+    // A field the sink writes does not exist on the org's Lead.
+    ("INVALID_FIELD", Meaning::OrgSetup("sink_config_invalid")),
+    // The lead's own content: an address Salesforce refuses even after the sink's own check
+    // (answered once more without `Email` first), a value over its field's length.
+    ("INVALID_EMAIL_ADDRESS", Meaning::Content("sink_rejected")),
+    ("STRING_TOO_LONG", Meaning::Content("sink_rejected")),
+    ("CANNOT_UPDATE_CONVERTED_LEAD", Meaning::Converted),
+];
+
+/// The error codes of a refusal's body (empty when it is not Salesforce's error array).
+pub fn codes(body: &str) -> Vec<String> {
+    let Ok(serde_json::Value::Array(errors)) = serde_json::from_str::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
+    errors.iter().filter_map(|e| e["errorCode"].as_str()).map(str::to_owned).collect()
+}
+
+/// The meaning of a refusal with these codes and `status`, when a code has one. A refusal with
+/// several codes means the most cautious of them: anything retried wins over `FAILED`.
+pub fn meaning(status: u16, codes: &[String]) -> Option<Meaning> {
+    // 403 REQUEST_LIMIT_EXCEEDED: the org's API request limit (Salesforce answers 403, not 429).
+    if status == 403 && codes.iter().any(|c| c == "REQUEST_LIMIT_EXCEEDED") {
+        return Some(Meaning::Transient("sink_rate_limited"));
+    }
+    // 404 NOT_FOUND: the external ID field does not exist (or is not visible to the user).
+    if status == 404 && codes.iter().any(|c| c == "NOT_FOUND") {
+        return Some(Meaning::OrgSetup("sink_config_invalid"));
+    }
+    let known: Vec<Meaning> =
+        codes.iter().filter_map(|c| CODES.iter().find(|(code, _)| code == c).map(|(_, m)| *m)).collect();
+    let rank = |m: &Meaning| match m {
+        Meaning::Transient(_) => 0,
+        Meaning::OrgSetup(_) => 1,
+        Meaning::Converted => 2,
+        Meaning::Content(_) => 3,
+    };
+    known.into_iter().min_by_key(rank)
+}
+
+impl Meaning {
+    /// The sink's verdict: `Ok` for a converted Lead, else the error to report.
+    pub fn verdict(self) -> Result<(), SinkError> {
+        match self {
+            Meaning::Transient(reason) | Meaning::OrgSetup(reason) => {
+                Err(SinkError::Retryable { reason, retry_after: None })
+            }
+            Meaning::Content(reason) => Err(SinkError::Permanent { reason }),
+            Meaning::Converted => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(status: u16, body: &str, expected: Option<Meaning>) {
+        assert_eq!(meaning(status, &codes(body)), expected, "{status} {body}");
+    }
+
+    #[test]
+    fn every_code_has_its_meaning() {
+        for (code, meaning) in CODES {
+            check(400, &format!(r#"[{{"errorCode":"{code}","message":"m","fields":[]}}]"#), Some(meaning));
+        }
+        let unique: std::collections::BTreeSet<&str> = CODES.iter().map(|(c, _)| *c).collect();
+        assert_eq!(unique.len(), CODES.len(), "a code has one meaning");
+    }
+
+    #[test]
+    fn no_refusal_of_the_org_or_of_a_passing_condition_fails_a_lead() {
+        for (code, meaning) in CODES {
+            let retried = matches!(meaning.verdict(), Err(SinkError::Retryable { .. }));
+            let transient_or_org = matches!(meaning, Meaning::Transient(_) | Meaning::OrgSetup(_));
+            assert_eq!(retried, transient_or_org, "{code}");
+        }
+        assert_eq!(Meaning::Converted.verdict(), Ok(()));
+        assert_eq!(Meaning::Content("sink_rejected").verdict(), Err(SinkError::Permanent { reason: "sink_rejected" }));
+        assert_eq!(
+            Meaning::OrgSetup("sink_org_validation_rule").verdict(),
+            Err(SinkError::Retryable { reason: "sink_org_validation_rule", retry_after: None })
+        );
+    }
+
+    #[test]
+    fn the_most_cautious_code_wins() {
+        let both = r#"[{"errorCode":"INVALID_EMAIL_ADDRESS"},{"errorCode":"REQUIRED_FIELD_MISSING"}]"#;
+        check(400, both, Some(Meaning::OrgSetup("sink_org_required_field")));
+        let lock = r#"[{"errorCode":"REQUIRED_FIELD_MISSING"},{"errorCode":"UNABLE_TO_LOCK_ROW"}]"#;
+        check(400, lock, Some(Meaning::Transient("sink_row_locked")));
+        let converted = r#"[{"errorCode":"STRING_TOO_LONG"},{"errorCode":"CANNOT_UPDATE_CONVERTED_LEAD"}]"#;
+        check(400, converted, Some(Meaning::Converted));
+    }
+
+    #[test]
+    fn some_codes_mean_something_only_with_their_status() {
+        let limit = r#"[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]"#;
+        check(403, limit, Some(Meaning::Transient("sink_rate_limited")));
+        check(400, limit, None);
+        let missing = r#"[{"errorCode":"NOT_FOUND","message":"Provided external ID field does not exist"}]"#;
+        check(404, missing, Some(Meaning::OrgSetup("sink_config_invalid")));
+        check(400, r#"[{"errorCode":"NOT_FOUND"}]"#, None);
+    }
+
+    #[test]
+    fn only_codes_are_read_never_messages() {
+        // A message repeats the input: a visitor's text naming a code must not choose the meaning.
+        let email = r#"[{"errorCode":"INVALID_EMAIL_ADDRESS","message":"UNABLE_TO_LOCK_ROW INVALID_FIELD"}]"#;
+        check(400, email, Some(Meaning::Content("sink_rejected")));
+        check(400, "not json", None);
+        check(400, r#"{"errorCode":"UNABLE_TO_LOCK_ROW"}"#, None);
+        check(400, r#"[{"errorCode":"SOMETHING_NEW"}]"#, None);
+    }
+}

@@ -1,0 +1,382 @@
+//! Salesforce's Lead upsert by an external ID field, as strict as the org it stands for.
+//!
+//! Behind the OAuth 2.0 client credentials flow: tokens come from `/services/oauth2/token`, and
+//! expire on demand (`expire_tokens`), as sessions do after their timeout, answering 401
+//! `INVALID_SESSION_ID`. Field API names (in the body and the external ID field in the path)
+//! compare without case, as Salesforce's do. What the org enforces, each from Salesforce's
+//! documentation (developer.salesforce.com REST API "Status Codes and Error Responses",
+//! "Insert or Update (Upsert) a Record Using an External ID", "Duplicate Rule Header"; Salesforce
+//! Help "Email Address Format Technical Standards Validation", "Standard Lead Duplicate Rule";
+//! Object Reference "Custom Fields"):
+//! - lengths in UTF-16 code units (`STRING_TOO_LONG`), `LastName` and `Company` required;
+//! - the email format (`INVALID_EMAIL_ADDRESS`): one `@`, a local part not starting with `.`,
+//!   a domain of letters, digits, `-` and single dots, ASCII only (no EAI); stored lowercase;
+//! - the standard Lead duplicate rule (`duplicate_rule`, on by default with its Alert action):
+//!   another Lead with the same email refuses the save with `DUPLICATES_DETECTED` unless the
+//!   request says `Sforce-Duplicate-Rule-Header: allowSave=true`; a Block rule refuses always;
+//! - an external ID field that is Unique and case sensitive by default, or case insensitive
+//!   (`case_insensitive_ids`, Salesforce's default once Unique is ticked): then values that
+//!   differ only in case match one Lead, as Salesforce's upsert matches them;
+//! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
+//!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
+//!   exists; `locked` rows are held by another transaction;
+//! - the org's setup (`org_refusal`: `REQUIRED_FIELD_MISSING`, `FIELD_CUSTOM_VALIDATION_EXCEPTION`,
+//!   `INVALID_FIELD_FOR_INSERT_UPDATE`, ... on every upsert), converted Leads
+//!   (`CANNOT_UPDATE_CONVERTED_LEAD`), several Leads for one ID (300).
+//!
+//! `fail_next` answers the next API calls (never the token endpoint) with Salesforce's bodies:
+//! 401 `INVALID_SESSION_ID` (a count of 2 outlasts the one new token a client fetches), 403
+//! `REQUEST_LIMIT_EXCEEDED` (Salesforce's request limit answer; it does not use 429), 415, 503
+//! `SERVER_UNAVAILABLE` (with `Retry-After` when set); any other status, 429 included, gets a
+//! generic error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{form_decode, percent_decode};
+use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
+
+pub struct SalesforceStandIn {
+    pub server: StubServer,
+    pub state: Arc<Mutex<SalesforceState>>,
+}
+
+/// The org's duplicate rule on Lead, matching another Lead's email.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DuplicateRule {
+    /// No active rule.
+    Off,
+    /// The standard Lead rule's action: the save is refused unless the request allows it.
+    #[default]
+    Alert,
+    /// A rule whose action is Block: the save is refused, whatever the request says.
+    Block,
+}
+
+#[derive(Default)]
+pub struct SalesforceState {
+    /// Leads by external ID (percent-decoded, as Salesforce stores the value).
+    pub leads: BTreeMap<String, Value>,
+    /// External IDs that match more than one Lead (answered with 300).
+    pub ambiguous: BTreeSet<String>,
+    /// Access tokens currently valid.
+    pub tokens: BTreeSet<String>,
+    /// Tokens issued so far.
+    pub issued: usize,
+    /// Whether the org's external ID field is marked External ID (it always exists).
+    pub field_not_external: bool,
+    /// Whether the field lacks the Unique attribute.
+    pub field_not_unique: bool,
+    /// Unique, but "Treat "ABC" and "abc" as duplicate values (case insensitive)".
+    pub case_insensitive_ids: bool,
+    /// The org's duplicate rule on Lead email.
+    pub duplicate_rule: DuplicateRule,
+    /// How long an upsert holds its row (others of the same ID meanwhile are refused).
+    pub hold: Duration,
+    /// Rows another transaction holds: `UNABLE_TO_LOCK_ROW` while they are here.
+    pub locked: BTreeSet<String>,
+    /// Every upsert is refused with this code, as the org's setup would refuse it.
+    pub org_refusal: Option<&'static str>,
+    /// Addresses the org refuses beyond the format (`INVALID_EMAIL_ADDRESS`), lowercase.
+    pub refused_emails: BTreeSet<String>,
+    /// Leads that were converted: an update is `CANNOT_UPDATE_CONVERTED_LEAD`.
+    pub converted: BTreeSet<String>,
+    /// Upserts answered so far (refused ones included), with the duplicate rule header.
+    pub upserts: Vec<Option<String>>,
+    /// Answer the next API calls (not token requests) with a failure.
+    pub fail_next: FailNext,
+    /// Upserts in progress, by the ID as the field compares it.
+    in_flight: BTreeSet<String>,
+}
+
+impl SalesforceState {
+    /// `id` as the external ID field compares it.
+    fn key(&self, id: &str) -> String {
+        if self.case_insensitive_ids {
+            id.to_lowercase()
+        } else {
+            id.to_owned()
+        }
+    }
+
+    /// The stored ID of the Lead `id` matches.
+    fn matching(&self, id: &str) -> Option<String> {
+        let key = self.key(id);
+        self.leads.keys().find(|stored| self.key(stored) == key).cloned()
+    }
+}
+
+/// Salesforce's answer with `status` for an API call it did not serve.
+fn salesforce_failure(status: u16, retry_after: Option<String>) -> StubResponse {
+    let (code, message) = match status {
+        401 => ("INVALID_SESSION_ID", "Session expired or invalid"),
+        403 => ("REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded."),
+        415 => ("UNSUPPORTED_MEDIA_TYPE", "Content type not supported"),
+        503 => ("SERVER_UNAVAILABLE", "Server temporarily unavailable"),
+        _ => ("UNKNOWN_EXCEPTION", "An unexpected error occurred"),
+    };
+    let response = StubResponse::json(status, json!([{"message": message, "errorCode": code}]));
+    match retry_after {
+        Some(seconds) => response.with_header("Retry-After", &seconds),
+        None => response,
+    }
+}
+
+/// A 400 refusal with Salesforce's error array.
+fn refusal(code: &str, message: &str, fields: &[&str]) -> StubResponse {
+    StubResponse::json(400, json!([{"message": message, "errorCode": code, "fields": fields}]))
+}
+
+/// The Lead fields the stand-in's org has, with their lengths in UTF-16 code units (anything
+/// else is `INVALID_FIELD`).
+const LEAD_FIELDS: [(&str, usize); 5] =
+    [("FirstName", 40), ("LastName", 80), ("Email", 80), ("Company", 255), ("Description", 32_000)];
+
+/// Whether the org takes `email` (Salesforce Help 000384328 and 000001145), without EAI.
+fn email_valid(email: &str) -> bool {
+    let mut parts = email.split('@');
+    let (Some(local), Some(domain), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let local_ok = !local.is_empty()
+        && !local.starts_with('.')
+        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b".!#$%&'*/=?^_+-`{|}~".contains(&b));
+    let domain_ok = domain.contains('.')
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    local_ok && domain_ok
+}
+
+impl SalesforceStandIn {
+    pub fn start(client_id: &str, client_secret: &str, version: &str, field: &str) -> SalesforceStandIn {
+        let state = Arc::new(Mutex::new(SalesforceState::default()));
+        let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
+        let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
+        let (version, field) = (version.to_owned(), field.to_owned());
+        let own_url: Arc<Mutex<String>> = Arc::default();
+        let url = Arc::clone(&own_url);
+        let server = StubServer::start(move |request: StubRequest| {
+            let mut state = shared.lock().unwrap();
+            if request.path == "/services/oauth2/token" {
+                let form: BTreeMap<String, String> = form_decode(&request.body);
+                let is_form = request.header("content-type") == Some("application/x-www-form-urlencoded");
+                if request.method != "POST"
+                    || !is_form
+                    || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+                {
+                    return StubResponse::json(400, json!({"error": "unsupported_grant_type"}));
+                }
+                if form.get("client_id") != Some(&client_id) || form.get("client_secret") != Some(&client_secret) {
+                    return StubResponse::json(
+                        400,
+                        json!({"error": "invalid_client", "error_description": "invalid client credentials"}),
+                    );
+                }
+                state.issued += 1;
+                let token = format!("00D!token-{}", state.issued);
+                state.tokens.insert(token.clone());
+                return StubResponse::json(
+                    200,
+                    json!({
+                        "access_token": token, "instance_url": url.lock().unwrap().clone(), "token_type": "Bearer",
+                        "issued_at": "1796019713000", "signature": "c2ln", "id": "https://login.salesforce.com/id/00D/005"
+                    }),
+                );
+            }
+            if let Some((status, retry_after)) = state.fail_next.take() {
+                return salesforce_failure(status, retry_after);
+            }
+            let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+            if !state.tokens.contains(bearer) {
+                return StubResponse::json(
+                    401,
+                    json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
+                );
+            }
+            if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
+                let mut fields: Vec<Value> = LEAD_FIELDS
+                    .iter()
+                    .map(|(name, length)| json!({"name": name, "externalId": false, "length": length}))
+                    .collect();
+                fields.push(json!({
+                    "name": field, "externalId": !state.field_not_external, "unique": !state.field_not_unique,
+                    "caseSensitive": !state.case_insensitive_ids, "length": 255, "idLookup": true
+                }));
+                return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
+            }
+            // The object and field names in the path compare without case too.
+            let id = request
+                .path
+                .get(..prefix.len())
+                .filter(|start| start.eq_ignore_ascii_case(&prefix) && request.method == "PATCH")
+                .and_then(|_| request.path.get(prefix.len()..));
+            let Some(id) = id else {
+                let message = "Provided external ID field does not exist or is not accessible";
+                return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
+            };
+            let id = percent_decode(id);
+            state.upserts.push(request.header("sforce-duplicate-rule-header").map(str::to_owned));
+            let fields = match validate(&state, &request) {
+                Ok(fields) => fields,
+                Err(refused) => return refused,
+            };
+            // Row locks: one upsert of an ID at a time; the second of two inserts is refused
+            // as a duplicate of the first's value.
+            let existing = state.matching(&id);
+            if state.in_flight.contains(&state.key(&id)) {
+                return match existing {
+                    Some(_) => refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]),
+                    None => refusal(
+                        "DUPLICATE_VALUE",
+                        &format!("duplicate value found: {field} duplicates value on record with id: 00Q000000000001"),
+                        &[],
+                    ),
+                };
+            }
+            if existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
+                return refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]);
+            }
+            if state.ambiguous.contains(&id) {
+                return StubResponse::json(
+                    300,
+                    json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
+                );
+            }
+            if let Some(code) = state.org_refusal {
+                return refusal(code, "the org refuses this Lead", &[]);
+            }
+            if existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
+                return refusal("CANNOT_UPDATE_CONVERTED_LEAD", "cannot reference converted lead", &[]);
+            }
+            if let Some(refused) = duplicate_rule(&state, &request, existing.as_deref(), &fields) {
+                return refused;
+            }
+            // The row is held while the upsert runs; the lock on the org is not.
+            let key = state.key(&id);
+            state.in_flight.insert(key.clone());
+            let hold = state.hold;
+            drop(state);
+            std::thread::sleep(hold);
+            let mut state: MutexGuard<'_, SalesforceState> = shared.lock().unwrap();
+            state.in_flight.remove(&key);
+            match existing {
+                Some(stored) => {
+                    let lead = state.leads.get_mut(&stored).unwrap();
+                    for (name, value) in fields.as_object().cloned().unwrap_or_default() {
+                        lead[name] = value;
+                    }
+                    // API v46.0 and later answer an update 200 (204 before).
+                    StubResponse::json(
+                        200,
+                        json!({"id": "00Q000000000001", "success": true, "errors": [], "created": false}),
+                    )
+                }
+                None => {
+                    state.leads.insert(id, fields);
+                    StubResponse::json(
+                        201,
+                        json!({"id": "00Q000000000001", "success": true, "errors": [], "created": true}),
+                    )
+                }
+            }
+        });
+        *own_url.lock().unwrap() = server.url();
+        SalesforceStandIn { server, state }
+    }
+
+    /// Ends every session, as the org's session timeout does.
+    pub fn expire_tokens(&self) {
+        self.state.lock().unwrap().tokens.clear();
+    }
+
+    /// Answers the next API calls (not token requests) with `failure`.
+    pub fn fail_next(&self, failure: FailNext) {
+        self.state.lock().unwrap().fail_next = failure;
+    }
+}
+
+/// The body's fields as the org stores them, or its refusal: the content type, JSON, field
+/// names (matched without case), lengths in UTF-16 code units, the email, required fields.
+fn validate(state: &SalesforceState, request: &StubRequest) -> Result<Value, StubResponse> {
+    if !request.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+        return Err(StubResponse::json(415, json!([{"errorCode": "UNSUPPORTED_MEDIA_TYPE"}])));
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+        return Err(StubResponse::json(400, json!([{"errorCode": "JSON_PARSER_ERROR"}])));
+    };
+    // Each field name is matched without case to the org's field, and stored as the org
+    // spells it; a name no field has is INVALID_FIELD.
+    let mut fields = json!({});
+    for (name, value) in body.as_object().cloned().unwrap_or_default() {
+        let Some((known, max)) = LEAD_FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(&name)) else {
+            return Err(StubResponse::json(
+                400,
+                json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
+            ));
+        };
+        if value.as_str().is_some_and(|v| v.encode_utf16().count() > *max) {
+            return Err(refusal("STRING_TOO_LONG", &format!("{known}: data value too large"), &[known]));
+        }
+        fields[*known] = value;
+    }
+    if let Some(email) = fields["Email"].as_str() {
+        if !email_valid(email) || state.refused_emails.contains(&email.to_lowercase()) {
+            return Err(refusal(
+                "INVALID_EMAIL_ADDRESS",
+                &format!("Email: invalid email address: {email}"),
+                &["Email"],
+            ));
+        }
+        fields["Email"] = json!(email.to_lowercase());
+    }
+    for required in ["LastName", "Company"] {
+        if fields[required].as_str().is_none_or(str::is_empty) {
+            return Err(refusal("REQUIRED_FIELD_MISSING", "Required fields are missing", &[required]));
+        }
+    }
+    Ok(fields)
+}
+
+/// The duplicate rule's verdict on saving `fields` as the Lead `existing` (or a new one):
+/// another Lead with the same email is a duplicate; an Alert rule lets the save through only
+/// with `allowSave=true`, a Block rule never. The body as Salesforce sends it (its key is
+/// spelt `duplicateResut`).
+fn duplicate_rule(
+    state: &SalesforceState,
+    request: &StubRequest,
+    existing: Option<&str>,
+    fields: &Value,
+) -> Option<StubResponse> {
+    let email = fields["Email"].as_str()?;
+    let duplicate = state.leads.iter().any(|(id, lead)| Some(id.as_str()) != existing && lead["Email"] == email);
+    let header = request.header("sforce-duplicate-rule-header").unwrap_or_default();
+    let allow_save = header.split(';').any(|p| p.trim().eq_ignore_ascii_case("allowSave=true"));
+    let refused = match state.duplicate_rule {
+        DuplicateRule::Off => false,
+        DuplicateRule::Alert => duplicate && !allow_save,
+        DuplicateRule::Block => duplicate,
+    };
+    refused.then(|| {
+        StubResponse::json(
+            400,
+            json!([{
+                "duplicateResut": {
+                    "allowSave": state.duplicate_rule == DuplicateRule::Alert,
+                    "duplicateRule": "Standard_Rule_for_Leads_with_Duplicate_Leads",
+                    "duplicateRuleEntityType": "Lead",
+                    "errorMessage": "Use one of these records?",
+                    "matchResults": []
+                },
+                "errorCode": "DUPLICATES_DETECTED",
+                "message": "Use one of these records?"
+            }]),
+        )
+    })
+}
