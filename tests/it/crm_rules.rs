@@ -165,14 +165,26 @@ async fn salesforce_refusals_of_the_org_s_setup_are_retried_with_their_reason_ne
     standin.state.lock().unwrap().duplicate_rule = DuplicateRule::Block;
     sink.upsert(&sample_lead("sub_sfo_first"), "k").await.unwrap();
     assert_eq!(sink.upsert(&lead, "k").await, retry("sink_org_duplicate_rule"));
-    // Through the handler: the receipt waits (RECEIVED) while the org refuses, and becomes the
-    // lead once the administrator fixes the org.
+    // Through the handler: the receipt waits (RECEIVED) while the org refuses, whatever the
+    // refusal, and becomes the lead once the administrator fixes the org.
     let handler = handler(&w, sink);
     w.deliver("sub_sfo_blocked");
     assert_retried(&w, &handler, "sub_sfo_blocked").await;
     standin.state.lock().unwrap().duplicate_rule = DuplicateRule::Off;
-    standin.state.lock().unwrap().org_refusal = Some("FIELD_CUSTOM_VALIDATION_EXCEPTION");
-    assert_retried(&w, &handler, "sub_sfo_blocked").await;
+    for code in [
+        "REQUIRED_FIELD_MISSING",
+        "FIELD_CUSTOM_VALIDATION_EXCEPTION",
+        "INVALID_FIELD_FOR_INSERT_UPDATE",
+        "INSUFFICIENT_ACCESS_OR_READONLY",
+        "INSUFFICIENT_ACCESS_ON_CROSS_REFERENCE_ENTITY",
+        "CANNOT_EXECUTE_FLOW_TRIGGER",
+        "CANNOT_INSERT_UPDATE_ACTIVATE_ENTITY",
+        "FIELD_INTEGRITY_EXCEPTION",
+        "INVALID_CROSS_REFERENCE_KEY",
+    ] {
+        standin.state.lock().unwrap().org_refusal = Some(code);
+        assert_retried(&w, &handler, "sub_sfo_blocked").await;
+    }
     standin.state.lock().unwrap().org_refusal = None;
     worker::drain(&w.poller(), &handler).await;
     assert_status(&w, "sub_sfo_blocked", "COMPLETED", None);
@@ -206,6 +218,27 @@ async fn salesforce_two_upserts_of_one_id_at_once_make_one_lead_and_a_locked_row
     sink.upsert(&lead, "k").await.unwrap();
     let state = standin.state.lock().unwrap();
     assert_eq!(state.leads.keys().collect::<Vec<_>>(), ["sub_sfl_race", "sub_sfl_warm"]);
+}
+
+#[tokio::test]
+async fn salesforce_a_receipt_whose_lead_is_locked_waits_until_the_lock_is_released() {
+    let w = World::start("crm-locked").await;
+    let standin = salesforce();
+    // The submission's Lead exists (an earlier attempt wrote it before a crash) and another
+    // transaction holds it.
+    {
+        let mut state = standin.state.lock().unwrap();
+        state.leads.insert("sub_sfk".into(), json!({"LastName": "Earlier", "Company": "C"}));
+        state.locked.insert("sub_sfk".into());
+    }
+    let handler = handler(&w, salesforce_sink(&standin).await);
+    w.deliver("sub_sfk");
+    assert_retried(&w, &handler, "sub_sfk").await;
+    standin.state.lock().unwrap().locked.clear();
+    worker::drain(&w.poller(), &handler).await;
+    assert_status(&w, "sub_sfk", "COMPLETED", None);
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.leads.len(), state.leads["sub_sfk"]["LastName"].as_str()), (1, Some("Integration-Lovelace")));
 }
 
 #[tokio::test]
@@ -248,20 +281,21 @@ async fn salesforce_a_case_insensitive_external_id_field_is_refused_at_start() {
 async fn salesforce_a_converted_lead_is_the_submission_s_lead_and_a_replay_leaves_it_alone() {
     let w = World::start("crm-converted").await;
     let standin = salesforce();
-    let sink = salesforce_sink(&standin).await;
-    let handler = handler(&w, sink);
+    // The submission's Lead was written (before a crash, say) and sales converted it; the
+    // replay of its receipt (the stream's retry, reconcile, a redrive) is refused
+    // CANNOT_UPDATE_CONVERTED_LEAD: COMPLETED, never FAILED, and the Lead untouched.
+    {
+        let mut state = standin.state.lock().unwrap();
+        state.leads.insert("sub_sfc".into(), json!({"LastName": "Lovelace", "Company": "Converted Co"}));
+        state.converted.insert("sub_sfc".into());
+    }
+    let handler = handler(&w, salesforce_sink(&standin).await);
     w.deliver("sub_sfc");
     worker::drain(&w.poller(), &handler).await;
     assert_status(&w, "sub_sfc", "COMPLETED", None);
-    // Sales converts the Lead; a replay of the submission (a redrive, reconcile) is refused
-    // CANNOT_UPDATE_CONVERTED_LEAD: done, never FAILED, and the Lead untouched.
-    {
-        let mut state = standin.state.lock().unwrap();
-        state.converted.insert("sub_sfc".into());
-        state.leads.get_mut("sub_sfc").unwrap()["Company"] = json!("Converted Co");
-    }
-    assert_eq!(handler.sink.upsert(&sample_lead("sub_sfc"), "k").await, Ok(()));
-    assert_eq!(standin.state.lock().unwrap().leads["sub_sfc"]["Company"], "Converted Co");
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.leads["sub_sfc"], json!({"LastName": "Lovelace", "Company": "Converted Co"}));
+    assert_eq!(state.upserts.len(), 1);
 }
 
 #[tokio::test]
