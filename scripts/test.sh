@@ -14,6 +14,9 @@ step "format"
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 
+step "the tests ARCHITECTURE.md names as holding its invariants exist"
+python3 scripts/check-invariant-tests.py
+
 step "clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32: shared, edge)"
