@@ -47,7 +47,8 @@ impl ExistingReceipt {
 pub enum StoreError {
     /// The same request may succeed later: the sender should retry (503).
     Retryable(RetryableStoreError),
-    /// The request will keep failing until someone changes the configuration (500).
+    /// The request will keep failing until someone changes the configuration (503 with
+    /// `Retry-After`: the sender keeps the delivery while it is fixed).
     Permanent(PermanentStoreError),
 }
 
@@ -76,7 +77,7 @@ pub enum RetryableStoreError {
     UnreadableDuplicate,
 }
 
-/// Store failures that need a person (500).
+/// Store failures that need a person (503 with `Retry-After`, as a configuration fault).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PermanentStoreError {
     /// The request was refused as malformed (`ValidationException`, `SerializationException`),

@@ -109,8 +109,15 @@ impl Config {
             }
         } else if sink_text == "salesforce" {
             let version = get("SALESFORCE_API_VERSION").unwrap_or_else(|| SALESFORCE_API_VERSION.to_owned());
-            if !version.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-                return Err(ConfigError { variable: "SALESFORCE_API_VERSION", expected: "a version such as 60.0" });
+            // 52.0 is the first version with the Duplicate Rule Header: below it a person's second
+            // submission would be refused by the standard duplicate rule on every attempt.
+            let digits = version.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+            if !digits || major.is_none_or(|m| m < 52) {
+                return Err(ConfigError {
+                    variable: "SALESFORCE_API_VERSION",
+                    expected: "a version such as 60.0, at least 52.0 (the duplicate rule header's)",
+                });
             }
             SinkConfig::Salesforce {
                 instance_url: url("SALESFORCE_INSTANCE_URL", None)?,
@@ -279,6 +286,21 @@ mod tests {
             .map_err(|e| e.0),
             Err("SALESFORCE_API_VERSION")
         );
+        let version = |v: &str| {
+            sink(&[
+                ("LEAD_SINK", "salesforce"),
+                ("SALESFORCE_INSTANCE_URL", "https://x"),
+                ("SALESFORCE_CLIENT_ID", "i"),
+                ("SALESFORCE_CLIENT_SECRET", "s"),
+                ("SALESFORCE_API_VERSION", v),
+            ])
+            .map_err(|e| e.0)
+            .map(|_| ())
+        };
+        // The duplicate rule header exists from 52.0.
+        assert_eq!(version("51.0"), Err("SALESFORCE_API_VERSION"));
+        assert_eq!(version("52.0"), Ok(()));
+        assert_eq!(version("62.0"), Ok(()));
     }
 
     #[test]

@@ -87,7 +87,7 @@ async fn salesforce_emails_outside_its_rules_cost_the_email_field_never_the_lead
     let handler = handler(&w, salesforce_sink(&standin).await);
     let cases = [("sub_sfe_1", "ada@exa_mple.com"), ("sub_sfe_2", "ada@gmail..com"), ("sub_sfe_3", "a@b@example.com")];
     for (id, email) in cases {
-        w.deliver_form(id, "Ada Lovelace", email, "Hello");
+        w.deliver_form(id, "Ada Lovelace", email, "Hello", &[]);
     }
     worker::drain(&w.poller(), &handler).await;
     let state = standin.state.lock().unwrap();
@@ -248,7 +248,7 @@ async fn salesforce_lengths_are_counted_in_utf16_code_units() {
     let handler = handler(&w, salesforce_sink(&standin).await);
     // 30 emoji: 30 characters, 60 code units; FirstName holds 40.
     let emoji = "😀".repeat(30);
-    w.deliver_form("sub_sfu", &format!("{emoji} Lovelace"), "ada@example.com", &"😀".repeat(16_500));
+    w.deliver_form("sub_sfu", &format!("{emoji} Lovelace"), "ada@example.com", &"😀".repeat(16_500), &[]);
     worker::drain(&w.poller(), &handler).await;
     assert_status(&w, "sub_sfu", "COMPLETED", None);
     let state = standin.state.lock().unwrap();
@@ -366,4 +366,79 @@ async fn hubspot_the_standin_checks_content_types_and_the_portal_s_properties() 
     // The sink names only the portal's properties, with their content type: the lead is written.
     hubspot_sink(&standin).await.upsert(&sample_lead("sub_hsp"), "k").await.unwrap();
     assert!(standin.state.lock().unwrap().tickets.contains_key("sub_hsp"));
+}
+
+#[tokio::test]
+async fn salesforce_a_blank_company_or_name_is_filled_never_refused_for_ever() {
+    let w = World::start("crm-blank").await;
+    let standin = salesforce();
+    let handler = handler(&w, salesforce_sink(&standin).await);
+    // Optional inputs left empty: Salesforce trims, and a required field of spaces is missing.
+    w.deliver_form("sub_sfb_1", "Ada Lovelace", "ada@example.com", "Hello", &[("company", "")]);
+    w.deliver_form("sub_sfb_2", " \t ", "", "Hello", &[("company", "   ")]);
+    worker::drain(&w.poller(), &handler).await;
+    let state = standin.state.lock().unwrap();
+    for id in ["sub_sfb_1", "sub_sfb_2"] {
+        assert_status(&w, id, "COMPLETED", None);
+        assert_eq!(state.leads[id]["Company"], "[not provided]", "{id}");
+    }
+    assert_eq!(state.leads["sub_sfb_2"]["LastName"], "[not provided]");
+}
+
+#[tokio::test]
+async fn salesforce_a_record_makes_at_most_its_budget_s_five_calls() {
+    let standin = salesforce();
+    let sink = salesforce_sink(&standin).await;
+    // The worst record: a token, an upsert answered 401, one new token, an upsert whose email
+    // Salesforce refuses, the upsert without it. Never a third token.
+    standin.state.lock().unwrap().refused_emails.insert(delivery::VISITOR_EMAIL.to_owned());
+    standin.fail_next(tests::stub_http::FailNext::new(1, 401));
+    sink.upsert(&sample_lead("sub_sfw"), "k").await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.issued, state.upserts.len()), (2, 2), "two tokens, and the 401 never reached the upsert");
+    assert!(state.leads["sub_sfw"].get("Email").is_none());
+}
+
+#[tokio::test]
+async fn hubspot_a_read_or_an_association_refused_is_retried_never_failed() {
+    let w = World::start("crm-hubspot-reads").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let sink = hubspot_sink(&standin).await;
+    let fail = |path: &str, status: u16| {
+        standin.state.lock().unwrap().fail_path.insert(path.into(), tests::stub_http::FailNext::new(1, status));
+    };
+    let lead = sample_lead("sub_hsf");
+    fail("tickets/batch/read", 400);
+    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_unexpected_answer"));
+    fail("tickets/batch/upsert", 429);
+    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_unavailable"));
+    fail("/associations/default/contacts/1001", 404);
+    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_association_failed"));
+    // The ticket exists now, without its association; the listing of its contacts fails once.
+    let ticket = standin.state.lock().unwrap().tickets["sub_hsf"].0.clone();
+    fail(&format!("tickets/{ticket}/associations/contacts"), 404);
+    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_unexpected_answer"));
+    // Through the handler: RECEIVED while a read fails, then COMPLETED with its association.
+    let handler = handler(&w, sink);
+    fail("tickets/batch/read", 400);
+    w.deliver("sub_hsf");
+    assert_retried(&w, &handler, "sub_hsf").await;
+    worker::drain(&w.poller(), &handler).await;
+    assert_status(&w, "sub_hsf", "COMPLETED", None);
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.tickets.len(), state.associations.len()), (1, 1));
+}
+
+#[tokio::test]
+async fn hubspot_a_ticket_found_under_another_case_is_never_overwritten() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    // If HubSpot compared unique values without case (it documents neither way), a read by
+    // `abcDEF` would answer `ABCdef`'s ticket: the sink must not take it for its own.
+    standin.state.lock().unwrap().fold_ticket_ids = true;
+    let sink = hubspot_sink(&standin).await;
+    sink.upsert(&sample_lead("ABCdef"), "k").await.unwrap();
+    assert_eq!(sink.upsert(&sample_lead("abcDEF"), "k").await, retry("sink_id_collision"));
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.tickets.keys().collect::<Vec<_>>(), ["ABCdef"]);
+    assert!(!state.calls.iter().skip(4).any(|c| c.ends_with("batch/upsert")), "{:?}", state.calls);
 }

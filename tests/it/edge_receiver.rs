@@ -210,9 +210,11 @@ fn a_policy_without_put_item_or_a_missing_table_answers_503_until_the_operator_f
     s.store.allow("edge-narrow", "read-only", "dynamodb:GetItem", "*");
     let edge = Edge::start(&bindings(&s.store.endpoint(), &narrow, &[]));
     assert_operator_fixable(&deliver(&edge, &headers("sub_policy"), &body("sub_policy")), "store_misconfigured");
+    assert!(edge.logs(1)[0].contains("\"reason\":\"store_access_denied\""), "{:?}", edge.logs(1));
     // A table that does not exist (a wrong name, or not created yet): ResourceNotFound.
     let absent = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("RECEIPTS_TABLE", "no-such-table")]));
     assert_operator_fixable(&deliver(&absent, &headers("sub_table"), &body("sub_table")), "store_misconfigured");
+    assert!(absent.logs(1)[0].contains("\"reason\":\"store_table_not_found\""), "{:?}", absent.logs(1));
     assert!(s.store.scan(TABLE).is_empty());
     // Once fixed, the sender's next retry is stored.
     s.store.allow("edge-narrow", "put", "dynamodb:PutItem", "*");

@@ -62,6 +62,12 @@ pub struct HubSpotState {
     pub refuse_inputs: BTreeMap<String, Value>,
     /// Every call served past the failures and the token, as `METHOD /path` (no query).
     pub calls: Vec<String>,
+    /// Failures for requests whose path ends with the key (`tickets/batch/read`,
+    /// `tickets/batch/upsert`, `/associations/contacts`, ...), after `fail_next`.
+    pub fail_path: BTreeMap<String, FailNext>,
+    /// Unique ticket values compare without case (HubSpot documents neither way): a read by
+    /// `abcDEF` finds the ticket of `ABCdef`.
+    pub fold_ticket_ids: bool,
     next_id: u64,
 }
 
@@ -69,6 +75,15 @@ impl HubSpotState {
     fn new_id(&mut self) -> String {
         self.next_id += 1;
         (1000 + self.next_id).to_string()
+    }
+
+    /// A ticket ID value as the unique property compares it.
+    fn ticket_key(&self, id: &str) -> String {
+        if self.fold_ticket_ids {
+            id.to_lowercase()
+        } else {
+            id.to_owned()
+        }
     }
 
     /// The contact with this email (HubSpot compares emails without case).
@@ -158,6 +173,11 @@ impl HubSpotStandIn {
             if let Some((status, retry_after)) = state.fail_next.take() {
                 return hubspot_failure(status, retry_after);
             }
+            let path_only = request.path.split('?').next().unwrap_or_default().to_owned();
+            let failing = state.fail_path.iter_mut().find(|(suffix, _)| path_only.ends_with(suffix.as_str()));
+            if let Some((status, retry_after)) = failing.and_then(|(_, failure)| failure.take()) {
+                return hubspot_failure(status, retry_after);
+            }
             if state.throttle_first > 0 {
                 state.throttle_first -= 1;
                 return hubspot_failure(429, None);
@@ -177,7 +197,6 @@ impl HubSpotStandIn {
                 );
             }
             let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            let path_only = request.path.split('?').next().unwrap_or_default().to_owned();
             state.calls.push(format!("{} {path_only}", request.method));
             let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
             if let Some(unknown) = unknown_property(&state, &path, &body) {
@@ -201,11 +220,21 @@ impl HubSpotStandIn {
                         );
                     }
                     let (mut results, mut missing) = (Vec::new(), Vec::new());
+                    // Only the properties asked for come back (and HubSpot's own object ID).
+                    let asked: Vec<&str> =
+                        body["properties"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
                     for input in body["inputs"].as_array().into_iter().flatten() {
                         let id = input["id"].as_str().unwrap_or_default();
-                        match state.tickets.get(id) {
+                        let matched = state.tickets.keys().find(|k| state.ticket_key(k) == state.ticket_key(id));
+                        match matched.and_then(|k| state.tickets.get(k)) {
                             Some((ticket_id, properties)) => {
-                                results.push(json!({"id": ticket_id, "properties": properties}));
+                                let mut shown = json!({"hs_object_id": ticket_id});
+                                for name in &asked {
+                                    if let Some(value) = properties.get(*name) {
+                                        shown[*name] = value.clone();
+                                    }
+                                }
+                                results.push(json!({"id": ticket_id, "properties": shown}));
                             }
                             None => missing.push(id.to_owned()),
                         }

@@ -51,13 +51,16 @@ impl World {
         receipt.key
     }
 
-    /// Stores a receipt for `id` whose form holds `name`, `email` and `message` (as the edge
-    /// would); returns its key.
-    pub fn deliver_form(&self, id: &str, name: &str, email: &str, message: &str) -> String {
+    /// Stores a receipt for `id` whose form holds `name`, `email`, `message` and `more` fields
+    /// (as the edge would); returns its key.
+    pub fn deliver_form(&self, id: &str, name: &str, email: &str, message: &str, more: &[(&str, &str)]) -> String {
         let mut body: serde_json::Value =
             serde_json::from_slice(&delivery::body(id, message, 1_796_019_713)).expect("a delivery is JSON");
         body["data"]["formData"]["name"] = serde_json::json!(name);
         body["data"]["formData"]["email"] = serde_json::json!(email);
+        for (field, value) in more {
+            body["data"]["formData"][*field] = serde_json::json!(value);
+        }
         let receipt = receipt(body.to_string().as_bytes(), now_millis());
         put_item(&self.store, TABLE, &receipt.to_item());
         receipt.key

@@ -257,16 +257,25 @@ impl HubSpot {
             }
             status => return Err(classify_status(status, retry_after.as_deref())),
         };
-        // Matched by the property's value, never by position.
-        let found = answer["results"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["properties"][self.id_property.as_str()].as_str() == Some(submission_id));
-        let Some(ticket) = found.and_then(|r| r["id"].as_str()) else { return Ok(None) };
+        // Matched by the property's value, never by position. A ticket answered for this one
+        // input that holds another value (HubSpot does not document whether unique values
+        // compare without case: `abcDEF` finding `ABCdef`) is another submission's: upserting
+        // would overwrite it, so the record waits for a person instead.
+        let results: Vec<&Value> = answer["results"].as_array().into_iter().flatten().collect();
+        let value = |r: &&&Value| r["properties"][self.id_property.as_str()].as_str() == Some(submission_id);
+        let Some(ticket) = results.iter().find(value).and_then(|r| r["id"].as_str()) else {
+            if results.is_empty() {
+                return Ok(None);
+            }
+            return Err(SinkError::Retryable { reason: "sink_id_collision", retry_after: None });
+        };
         let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/contacts", self.base_url);
-        let associations: Value =
-            send(self.client.get(url).bearer_auth(&self.token)).await?.json().await.map_err(|e| transport_error(&e))?;
+        // A read is never the lead's fault (the ticket may have been deleted a moment ago).
+        let read = send(self.client.get(url).bearer_auth(&self.token)).await.map_err(|e| match e {
+            SinkError::Permanent { .. } => SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None },
+            retryable => retryable,
+        })?;
+        let associations: Value = read.json().await.map_err(|e| transport_error(&e))?;
         let associated = associations["results"].as_array().is_some_and(|r| !r.is_empty());
         Ok(Some((ticket.to_owned(), associated)))
     }

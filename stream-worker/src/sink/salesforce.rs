@@ -67,6 +67,11 @@ impl Salesforce {
         Salesforce { client, login, path, session: Mutex::new(None) }
     }
 
+    /// The external ID field's API name (the path's last segment).
+    fn field(&self) -> &str {
+        self.path.rsplit_once('/').map_or("", |(_, field)| field)
+    }
+
     /// The cached session, or a new one from the token endpoint.
     async fn session(&self, fresh: bool) -> Result<Session, SinkError> {
         if !fresh {
@@ -122,6 +127,11 @@ impl Salesforce {
         let response = self.client.get(url).bearer_auth(&session.token).send().await;
         let response =
             response.map_err(|e| CheckError::Unreachable(format!("Salesforce could not be reached: {e}")))?;
+        if response.status().as_u16() == 410 {
+            return Err(CheckError::Wrong(String::from(
+                "SALESFORCE_API_VERSION: Salesforce has retired this API version (410); choose a current one",
+            )));
+        }
         if response.status().as_u16() != 200 {
             return Err(CheckError::Unreachable(format!(
                 "Salesforce answered {} to describing Lead",
@@ -162,12 +172,13 @@ pub fn check_field(field: &str, description: Option<&serde_json::Value>) -> Resu
     Ok(())
 }
 
-/// An upsert's answer other than 200, 201, 204 and 300: its error codes first
+/// An upsert's answer other than 200, 201, 204 and 300 (`field`: the external ID field): its
+/// error codes first
 /// ([`refusals::meaning`]: `Ok` for a converted Lead), then its status ([`classify_status`]: 415
 /// retried as `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx
 /// the lead's).
-pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str) -> Result<(), SinkError> {
-    match refusals::meaning(status, &refusals::codes(body)) {
+pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str, field: &str) -> Result<(), SinkError> {
+    match refusals::meaning(status, &refusals::errors(body), field) {
         Some(meaning) => meaning.verdict(),
         None => Err(classify_status(status, retry_after)),
     }
@@ -188,9 +199,11 @@ impl LeadSink for Salesforce {
         // Submission IDs may hold any character but controls: one path segment, percent-encoded.
         let segment = path_segment(&external_id(&lead.external_id));
         let mut fields = fields(lead);
-        let mut fresh = false;
+        // A new token at most once per record, whatever else is tried again.
+        let (mut fresh, mut refreshed) = (false, false);
         loop {
             let session = self.session(fresh).await?;
+            fresh = false;
             let url = format!("{}{}/{segment}", session.instance_url, self.path);
             let request = self
                 .client
@@ -203,19 +216,19 @@ impl LeadSink for Salesforce {
                 200 | 201 | 204 => return Ok(()),
                 300 => return Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
                 // The session ended: one new token, then the call again.
-                401 if !fresh => fresh = true,
+                401 if !refreshed => (fresh, refreshed) = (true, true),
                 status => {
                     let retry_after =
                         response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
                     let body = response.text().await.unwrap_or_default();
                     // An address Salesforce refuses though it passed our check: once more
                     // without `Email` (kept in `Description`), so the lead is still written.
-                    let email_refused = refusals::codes(&body).iter().any(|c| c == "INVALID_EMAIL_ADDRESS");
+                    let email_refused = refusals::errors(&body).iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS");
                     if status == 400 && email_refused && fields.get("Email").is_some() {
                         fields = lead::without_email(lead, fields);
                         continue;
                     }
-                    return classify_answer(status, retry_after.as_deref(), &body);
+                    return classify_answer(status, retry_after.as_deref(), &body, self.field());
                 }
             }
         }
@@ -244,30 +257,30 @@ mod tests {
     fn limits_formats_sessions_and_outages_are_retried_each_with_its_reason() {
         let retry = |reason, retry_after| Err(SinkError::Retryable { reason, retry_after });
         let limit = r#"[{"message":"TotalRequests Limit exceeded.","errorCode":"REQUEST_LIMIT_EXCEEDED"}]"#;
-        assert_eq!(classify_answer(403, None, limit), retry("sink_rate_limited", None));
+        assert_eq!(classify_answer(403, None, limit, "F__c"), retry("sink_rate_limited", None));
         // Another 403 is the user's permissions: the credentials' configuration.
         let denied = r#"[{"errorCode":"INSUFFICIENT_ACCESS"}]"#;
-        assert_eq!(classify_answer(403, None, denied), retry("sink_unauthorized", None));
+        assert_eq!(classify_answer(403, None, denied, "F__c"), retry("sink_unauthorized", None));
         let media = r#"[{"errorCode":"UNSUPPORTED_MEDIA_TYPE"}]"#;
-        assert_eq!(classify_answer(415, None, media), retry("sink_unsupported_media_type", None));
+        assert_eq!(classify_answer(415, None, media, "F__c"), retry("sink_unsupported_media_type", None));
         let session = r#"[{"message":"Session expired or invalid","errorCode":"INVALID_SESSION_ID"}]"#;
-        assert_eq!(classify_answer(401, None, session), retry("sink_unauthorized", None));
+        assert_eq!(classify_answer(401, None, session, "F__c"), retry("sink_unauthorized", None));
         let down = r#"[{"errorCode":"SERVER_UNAVAILABLE"}]"#;
         let three = Some(std::time::Duration::from_secs(3));
-        assert_eq!(classify_answer(503, Some("3"), down), retry("sink_unavailable", three));
-        assert_eq!(classify_answer(429, None, ""), retry("sink_unavailable", None));
+        assert_eq!(classify_answer(503, Some("3"), down, "F__c"), retry("sink_unavailable", three));
+        assert_eq!(classify_answer(429, None, "", "F__c"), retry("sink_unavailable", None));
         // The lead's own content stays FAILED; a code without a meaning goes by its status.
         let email = r#"[{"errorCode":"INVALID_EMAIL_ADDRESS"}]"#;
-        assert_eq!(classify_answer(400, None, email), Err(SinkError::Permanent { reason: "sink_rejected" }));
+        assert_eq!(classify_answer(400, None, email, "F__c"), Err(SinkError::Permanent { reason: "sink_rejected" }));
         let unknown = r#"[{"errorCode":"SOMETHING_NEW"}]"#;
-        assert_eq!(classify_answer(400, None, unknown), Err(SinkError::Permanent { reason: "sink_rejected" }));
+        assert_eq!(classify_answer(400, None, unknown, "F__c"), Err(SinkError::Permanent { reason: "sink_rejected" }));
         // The org's setup and passing conditions are retried; a converted Lead is done.
         let locked = r#"[{"errorCode":"UNABLE_TO_LOCK_ROW"}]"#;
-        assert_eq!(classify_answer(400, None, locked), retry("sink_row_locked", None));
+        assert_eq!(classify_answer(400, None, locked, "F__c"), retry("sink_row_locked", None));
         let rule = r#"[{"errorCode":"FIELD_CUSTOM_VALIDATION_EXCEPTION","fields":[]}]"#;
-        assert_eq!(classify_answer(400, None, rule), retry("sink_org_validation_rule", None));
+        assert_eq!(classify_answer(400, None, rule, "F__c"), retry("sink_org_validation_rule", None));
         let converted = r#"[{"errorCode":"CANNOT_UPDATE_CONVERTED_LEAD","fields":[]}]"#;
-        assert_eq!(classify_answer(400, None, converted), Ok(()));
+        assert_eq!(classify_answer(400, None, converted, "F__c"), Ok(()));
     }
 
     fn check(description: serde_json::Value, expected: Result<(), &str>) {

@@ -243,7 +243,7 @@ impl SalesforceStandIn {
             if existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
                 return refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]);
             }
-            if state.ambiguous.contains(&id) {
+            if state.ambiguous.iter().any(|a| state.key(a) == state.key(&id)) {
                 return StubResponse::json(
                     300,
                     json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
@@ -266,7 +266,8 @@ impl SalesforceStandIn {
             std::thread::sleep(hold);
             let mut state: MutexGuard<'_, SalesforceState> = shared.lock().unwrap();
             state.in_flight.remove(&key);
-            match existing {
+            // Looked up again: the test may have changed the org during the hold.
+            match state.matching(&id) {
                 Some(stored) => {
                     let lead = state.leads.get_mut(&stored).unwrap();
                     for (name, value) in fields.as_object().cloned().unwrap_or_default() {
@@ -337,7 +338,8 @@ fn validate(state: &SalesforceState, request: &StubRequest) -> Result<Value, Stu
         fields["Email"] = json!(email.to_lowercase());
     }
     for required in ["LastName", "Company"] {
-        if fields[required].as_str().is_none_or(str::is_empty) {
+        // Salesforce trims text: spaces alone are no value.
+        if fields[required].as_str().is_none_or(|v| v.trim().is_empty()) {
             return Err(refusal("REQUIRED_FIELD_MISSING", "Required fields are missing", &[required]));
         }
     }

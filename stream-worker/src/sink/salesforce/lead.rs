@@ -26,11 +26,16 @@ fn length(field: &str) -> usize {
 /// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
 /// end of `Description` instead ([`without_email`]).
 pub fn fields(lead: &Lead) -> serde_json::Value {
-    let (first, last) = match lead.name.rsplit_once(' ') {
-        Some((first, last)) => (first, last),
-        None => ("", lead.name.as_str()),
+    // Salesforce trims text fields: a name of spaces is no name (and LastName is required).
+    let name = lead.name.trim();
+    let (first, last) = match name.rsplit_once(' ') {
+        Some((first, last)) => (first.trim_end(), last),
+        None => ("", name),
     };
-    let company = lead.extra.get("company").and_then(|c| c.as_str()).unwrap_or(NOT_PROVIDED);
+    // A blank optional input arrives as "" or spaces: Salesforce reads that as no value and
+    // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt.
+    let company = lead.extra.get("company").and_then(|c| c.as_str()).map(str::trim).filter(|c| !c.is_empty());
+    let company = company.unwrap_or(NOT_PROVIDED);
     let email = lead.email.trim();
     let mut fields = json!({
         "FirstName": fit_utf16(first, length("FirstName")),
@@ -73,7 +78,7 @@ pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::
 ///   quoted forms or comments;
 /// - a domain of two or more labels of ASCII letters, digits and `-` (no `_`, which is why
 ///   `ada@exa_mple.com` is refused), each 1 to 63 long, never starting or ending with `-`
-///   (so no `..`), the last of letters only;
+///   (so no `..`), the last of letters only or an internationalised one as `xn--...`;
 /// - ASCII only: internationalised addresses need the org's EAI setting, which the sink
 ///   cannot see.
 pub fn email_accepted(email: &str) -> bool {
@@ -90,7 +95,10 @@ pub fn email_accepted(email: &str) -> bool {
             && !label.starts_with('-')
             && !label.ends_with('-')
     };
-    let top_ok = labels.last().is_some_and(|top| top.len() >= 2 && top.chars().all(|c| c.is_ascii_alphabetic()));
+    // A top-level domain of letters, or an internationalised one in its ASCII form (`xn--`).
+    let top_ok = labels
+        .last()
+        .is_some_and(|top| (top.len() >= 2 && top.chars().all(|c| c.is_ascii_alphabetic())) || top.starts_with("xn--"));
     local_ok && labels.len() >= 2 && labels.iter().all(label_ok) && top_ok
 }
 
@@ -170,6 +178,13 @@ mod tests {
         assert_eq!(one.get("Email"), None);
         assert_eq!(one["Description"], "Hello", "no email, no note");
         assert_eq!(fields(&lead("", "", None))["LastName"], NOT_PROVIDED);
+        // A blank company (an optional input left empty) is no company: required, so filled.
+        for blank in ["", "   "] {
+            assert_eq!(fields(&lead("Ada Lovelace", "", Some(blank)))["Company"], NOT_PROVIDED, "{blank:?}");
+        }
+        assert_eq!(fields(&lead("Ada \t", "", None))["LastName"], "Ada", "a name ending in spaces");
+        assert_eq!(fields(&lead(" \t ", "", None))["LastName"], NOT_PROVIDED, "a name of spaces");
+        assert_eq!(fields(&lead("Ada  King", "", None))["FirstName"], "Ada");
         // Each value within its field's length.
         let long = fields(&lead(&format!("{} {}", "f".repeat(50), "l".repeat(90)), "", Some(&"c".repeat(300))));
         let units = |v: &serde_json::Value| v.as_str().unwrap().encode_utf16().count();
@@ -206,6 +221,8 @@ mod tests {
             // Salesforce allows dots in a row in the local part, except at its start.
             "a..a@test.jp",
             "a..@test.jp",
+            // An internationalised domain in its ASCII form.
+            "ivan@xn--80ak6aa92e.xn--p1ai",
             at_limit.as_str(),
         ] {
             assert!(email_accepted(good), "{good}");

@@ -25,12 +25,13 @@ pub enum Meaning {
 
 /// Every error code the sink gives a meaning, with the reason it reports. Codes not listed
 /// fall back to the answer's status (`classify_status`: a 400 is the lead's).
-pub const CODES: [(&str, Meaning); 17] = [
+pub const CODES: [(&str, Meaning); 20] = [
     // Record locks: another transaction (a workflow, a data load, a user) holds the Lead or a
     // record it touches; Salesforce documents retrying.
     ("UNABLE_TO_LOCK_ROW", Meaning::Transient("sink_row_locked")),
     // Two upserts of one external ID at once both found no Lead and both inserted: the second
     // is refused as a duplicate of the first's value. Retried, it finds the Lead and updates it.
+    // (One naming another unique field is the org's: see [`meaning`].)
     ("DUPLICATE_VALUE", Meaning::Transient("sink_concurrent_upsert")),
     ("REQUEST_RUNNING_TOO_LONG", Meaning::Transient("sink_unavailable")),
     // The org made a field required that the form does not fill.
@@ -49,43 +50,80 @@ pub const CODES: [(&str, Meaning); 17] = [
     ("CANNOT_EXECUTE_FLOW_TRIGGER", Meaning::OrgSetup("sink_org_automation")),
     ("FIELD_INTEGRITY_EXCEPTION", Meaning::OrgSetup("sink_org_automation")),
     ("INVALID_CROSS_REFERENCE_KEY", Meaning::OrgSetup("sink_org_automation")),
+    // An assignment rule or default owner naming a deactivated user.
+    ("INACTIVE_OWNER_OR_USER", Meaning::OrgSetup("sink_org_automation")),
+    // The org's data storage is full.
+    ("STORAGE_LIMIT_EXCEEDED", Meaning::OrgSetup("sink_org_storage_full")),
+    // An approval process locked the Lead (a replay of a submission whose Lead is in one).
+    ("ENTITY_IS_LOCKED", Meaning::OrgSetup("sink_org_record_locked")),
     // A field the sink writes does not exist on the org's Lead.
     ("INVALID_FIELD", Meaning::OrgSetup("sink_config_invalid")),
     // The lead's own content: an address Salesforce refuses even after the sink's own check
-    // (answered once more without `Email` first), a value over its field's length.
+    // (answered once more without `Email` first), a value over its field's length (only when
+    // the refusal names a field the sink writes: see [`meaning`]).
     ("INVALID_EMAIL_ADDRESS", Meaning::Content("sink_rejected")),
     ("STRING_TOO_LONG", Meaning::Content("sink_rejected")),
     ("CANNOT_UPDATE_CONVERTED_LEAD", Meaning::Converted),
 ];
 
-/// The error codes of a refusal's body (empty when it is not Salesforce's error array).
-pub fn codes(body: &str) -> Vec<String> {
+/// One error of a refusal: its code and the fields it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: String,
+    pub fields: Vec<String>,
+}
+
+/// The errors of a refusal's body (empty when it is not Salesforce's error array).
+pub fn errors(body: &str) -> Vec<Refusal> {
     let Ok(serde_json::Value::Array(errors)) = serde_json::from_str::<serde_json::Value>(body) else {
         return Vec::new();
     };
-    errors.iter().filter_map(|e| e["errorCode"].as_str()).map(str::to_owned).collect()
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    errors
+        .iter()
+        .filter_map(|e| {
+            let fields = e["fields"].as_array().into_iter().flatten().filter_map(text).collect();
+            Some(Refusal { code: text(&e["errorCode"])?, fields })
+        })
+        .collect()
 }
 
-/// The meaning of a refusal with these codes and `status`, when a code has one. A refusal with
-/// several codes means the most cautious of them: anything retried wins over `FAILED`.
-pub fn meaning(status: u16, codes: &[String]) -> Option<Meaning> {
+/// The meaning of a refusal with these errors and `status`, when one has a meaning. A refusal
+/// with several means the most cautious of them: anything retried wins over `FAILED`.
+pub fn meaning(status: u16, errors: &[Refusal], external_id_field: &str) -> Option<Meaning> {
+    let has = |code: &str| errors.iter().any(|e| e.code == code);
     // 403 REQUEST_LIMIT_EXCEEDED: the org's API request limit (Salesforce answers 403, not 429).
-    if status == 403 && codes.iter().any(|c| c == "REQUEST_LIMIT_EXCEEDED") {
+    if status == 403 && has("REQUEST_LIMIT_EXCEEDED") {
         return Some(Meaning::Transient("sink_rate_limited"));
     }
-    // 404 NOT_FOUND: the external ID field does not exist (or is not visible to the user).
-    if status == 404 && codes.iter().any(|c| c == "NOT_FOUND") {
+    // 404 NOT_FOUND: the external ID field does not exist (or is not visible to the user); 410:
+    // the API version was retired (SALESFORCE_API_VERSION).
+    if (status == 404 && has("NOT_FOUND")) || status == 410 {
         return Some(Meaning::OrgSetup("sink_config_invalid"));
     }
-    let known: Vec<Meaning> =
-        codes.iter().filter_map(|c| CODES.iter().find(|(code, _)| code == c).map(|(_, m)| *m)).collect();
+    let known = errors.iter().filter_map(|e| {
+        let (_, meaning) = CODES.iter().find(|(code, _)| *code == e.code)?;
+        // A value too long for a field the sink does not write: a trigger or flow of the org's
+        // copied the lead's text somewhere shorter (the sink cuts every value it writes).
+        let ours = |f: &String| super::lead::LENGTHS.iter().any(|(name, _)| name.eq_ignore_ascii_case(f));
+        if e.code == "STRING_TOO_LONG" && !e.fields.is_empty() && !e.fields.iter().any(ours) {
+            return Some(Meaning::OrgSetup("sink_org_automation"));
+        }
+        // A duplicate of another unique field of the org's (Salesforce's answer usually names
+        // no field; when it names one that is not the external ID, no retry can clear it).
+        let external_id = |f: &String| f.eq_ignore_ascii_case(external_id_field);
+        if e.code == "DUPLICATE_VALUE" && !e.fields.is_empty() && !e.fields.iter().any(external_id) {
+            return Some(Meaning::OrgSetup("sink_org_unique_field"));
+        }
+        Some(*meaning)
+    });
     let rank = |m: &Meaning| match m {
         Meaning::Transient(_) => 0,
         Meaning::OrgSetup(_) => 1,
         Meaning::Converted => 2,
         Meaning::Content(_) => 3,
     };
-    known.into_iter().min_by_key(rank)
+    known.min_by_key(rank)
 }
 
 impl Meaning {
@@ -106,7 +144,7 @@ mod tests {
     use super::*;
 
     fn check(status: u16, body: &str, expected: Option<Meaning>) {
-        assert_eq!(meaning(status, &codes(body)), expected, "{status} {body}");
+        assert_eq!(meaning(status, &errors(body), "Sub__c"), expected, "{status} {body}");
     }
 
     #[test]
@@ -116,6 +154,44 @@ mod tests {
         }
         let unique: std::collections::BTreeSet<&str> = CODES.iter().map(|(c, _)| *c).collect();
         assert_eq!(unique.len(), CODES.len(), "a code has one meaning");
+    }
+
+    #[test]
+    fn each_code_s_meaning_written_out() {
+        // Written out here, not read from CODES: moving a code to another class fails this.
+        use Meaning::{Content as C, Converted, OrgSetup as O, Transient as T};
+        for (code, expected) in [
+            ("UNABLE_TO_LOCK_ROW", T("sink_row_locked")),
+            ("DUPLICATE_VALUE", T("sink_concurrent_upsert")),
+            ("REQUEST_RUNNING_TOO_LONG", T("sink_unavailable")),
+            ("REQUIRED_FIELD_MISSING", O("sink_org_required_field")),
+            ("FIELD_CUSTOM_VALIDATION_EXCEPTION", O("sink_org_validation_rule")),
+            ("INVALID_FIELD_FOR_INSERT_UPDATE", O("sink_org_permissions")),
+            ("INSUFFICIENT_ACCESS_OR_READONLY", O("sink_org_permissions")),
+            ("INSUFFICIENT_ACCESS_ON_CROSS_REFERENCE_ENTITY", O("sink_org_permissions")),
+            ("DUPLICATES_DETECTED", O("sink_org_duplicate_rule")),
+            ("CANNOT_INSERT_UPDATE_ACTIVATE_ENTITY", O("sink_org_automation")),
+            ("CANNOT_EXECUTE_FLOW_TRIGGER", O("sink_org_automation")),
+            ("FIELD_INTEGRITY_EXCEPTION", O("sink_org_automation")),
+            ("INVALID_CROSS_REFERENCE_KEY", O("sink_org_automation")),
+            ("INACTIVE_OWNER_OR_USER", O("sink_org_automation")),
+            ("STORAGE_LIMIT_EXCEEDED", O("sink_org_storage_full")),
+            ("ENTITY_IS_LOCKED", O("sink_org_record_locked")),
+            ("INVALID_FIELD", O("sink_config_invalid")),
+            ("INVALID_EMAIL_ADDRESS", C("sink_rejected")),
+            ("STRING_TOO_LONG", C("sink_rejected")),
+            ("CANNOT_UPDATE_CONVERTED_LEAD", Converted),
+        ] {
+            check(400, &format!(r#"[{{"errorCode":"{code}","fields":[]}}]"#), Some(expected));
+        }
+    }
+
+    #[test]
+    fn a_duplicate_of_another_unique_field_is_the_org_s() {
+        let ours = r#"[{"errorCode":"DUPLICATE_VALUE","message":"duplicate value found: sub__c","fields":["Sub__c"]}]"#;
+        check(400, ours, Some(Meaning::Transient("sink_concurrent_upsert")));
+        let theirs = r#"[{"errorCode":"DUPLICATE_VALUE","fields":["Badge_Number__c"]}]"#;
+        check(400, theirs, Some(Meaning::OrgSetup("sink_org_unique_field")));
     }
 
     #[test]
@@ -151,6 +227,27 @@ mod tests {
         let missing = r#"[{"errorCode":"NOT_FOUND","message":"Provided external ID field does not exist"}]"#;
         check(404, missing, Some(Meaning::OrgSetup("sink_config_invalid")));
         check(400, r#"[{"errorCode":"NOT_FOUND"}]"#, None);
+        // A retired API version: every call answers 410.
+        check(
+            410,
+            r#"[{"errorCode":"GONE","message":"Version 20.0 is retired"}]"#,
+            Some(Meaning::OrgSetup("sink_config_invalid")),
+        );
+        check(410, "", Some(Meaning::OrgSetup("sink_config_invalid")));
+    }
+
+    #[test]
+    fn a_value_too_long_is_the_lead_s_only_in_a_field_the_sink_writes() {
+        let ours =
+            r#"[{"errorCode":"STRING_TOO_LONG","message":"FirstName: data value too large","fields":["FirstName"]}]"#;
+        check(400, ours, Some(Meaning::Content("sink_rejected")));
+        let theirs = r#"[{"errorCode":"STRING_TOO_LONG","fields":["Short_Summary__c"]}]"#;
+        check(400, theirs, Some(Meaning::OrgSetup("sink_org_automation")));
+        check(400, r#"[{"errorCode":"STRING_TOO_LONG","fields":[]}]"#, Some(Meaning::Content("sink_rejected")));
+        assert_eq!(
+            errors(r#"[{"errorCode":"X","fields":["A",1]},{"message":"no code"}]"#),
+            [Refusal { code: "X".into(), fields: vec!["A".into()] }]
+        );
     }
 
     #[test]
