@@ -138,10 +138,10 @@ class Model(unittest.TestCase):
         salesforce = next(s for s in model.SINKS if s.name == "salesforce")
         webhook = next(s for s in model.SINKS if s.name == "webhook")
         postgres = next(s for s in model.SINKS if s.name == "postgres")
-        # HubSpot's daily allocation: 250,000 calls, 3 per lead, is under 1 lead a second.
+        # HubSpot's daily allocation: 250,000 calls, 4 per lead, is under 1 lead a second.
         name, headroom, _ = model.first_bottleneck(1, hubspot)
         self.assertEqual(name, "hubspot rate limit")
-        self.assertAlmostEqual(headroom, 250_000 / (0.7 * 3 * 86_400), places=6)
+        self.assertAlmostEqual(headroom, 250_000 / (0.7 * 4 * 86_400), places=6)
         self.assertEqual(model.first_bottleneck(1, salesforce)[0], "salesforce rate limit")
         self.assertGreater(model.first_bottleneck(100, webhook)[1], 1)
         # One connection per shard's batch: past max_connections at 1,000/s.

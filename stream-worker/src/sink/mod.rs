@@ -156,7 +156,7 @@ impl LeadSink for Sink {
     /// HubSpot takes one record at a time: two receipts from one person share a contact (by
     /// email), and two upserts of it at once race into a 409; its burst limit (per private
     /// app, 100 requests per 10 s on Free and Starter, 190 on Professional and Enterprise, up to
-    /// three calls per lead) leaves little room for more. The others take
+    /// four calls per lead) leaves little room for more. The others take
     /// [`crate::handler::MAX_CONCURRENT_RECORDS`].
     fn concurrency(&self) -> usize {
         match self {
