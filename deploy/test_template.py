@@ -178,7 +178,8 @@ class StreamWorker(unittest.TestCase):
         self.assertEqual(m["FunctionResponseTypes"], ["ReportBatchItemFailures"])
         self.assertEqual(m["StartingPosition"], "TRIM_HORIZON")
         self.assertIs(m["BisectBatchOnFunctionError"], True)
-        self.assertTrue(0 <= m["MaximumRetryAttempts"] <= 100, "bounded")
+        # Retries bounded by the record's age, not a count a short outage uses up in minutes.
+        self.assertEqual(m["MaximumRetryAttempts"], -1)
         self.assertTrue(60 <= m["MaximumRecordAgeInSeconds"] < 86400, "bounded, within the stream's 24 hours")
         self.assertEqual(m["DestinationConfig"]["OnFailure"]["Destination"], {"Fn::GetAtt": ["FailedBatchesQueue", "Arn"]})
 
@@ -208,6 +209,16 @@ class Reconcile(unittest.TestCase):
         self.assertLessEqual(props["EventInvokeConfig"]["MaximumEventAgeInSeconds"], minutes * 60, "no late runs")
         self.assertNotIn("RECONCILE_SCAN", props["Environment"]["Variables"], "its role may not scan")
 
+    def test_the_parameter_takes_only_ages_past_the_stream_s(self):
+        pattern = TEMPLATE["Parameters"]["ReconcileOlderThan"]["AllowedPattern"]
+        accepted = [a for a in ["2h", "3h", "10h", "24h", "1d", "7d", "1h", "60m", "90m", "3601s", "0h", "0d", "h"]
+                    if re.fullmatch(pattern, a)]
+        self.assertEqual(accepted, ["2h", "3h", "10h", "24h", "1d", "7d"])
+        # The function refuses the same (stream-worker/src/cli.rs, reconcile_age).
+        cli = (ROOT / "stream-worker/src/cli.rs").read_text()
+        self.assertIn("pub fn reconcile_age(older_than: Duration)", cli)
+        self.assertIn("cli::reconcile_age(older_than)", (ROOT / "stream-worker/src/main.rs").read_text())
+
     def test_reconcile_waits_until_the_stream_has_given_up(self):
         age = TEMPLATE["Parameters"]["ReconcileOlderThan"]["Default"]
         unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[age[-1]]
@@ -222,6 +233,17 @@ class Reconcile(unittest.TestCase):
         self.assertEqual(env["RECONCILE_OLDER_THAN"], {"Ref": "ReconcileOlderThan"})
 
 
+class Parameters(unittest.TestCase):
+    def test_the_sink_secret_is_a_full_arn(self):
+        pattern = TEMPLATE["Parameters"]["SinkSecretArn"]["AllowedPattern"]
+        full = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:webhooks/sink-a1B2c3"
+        self.assertTrue(re.fullmatch(pattern, full))
+        self.assertTrue(re.fullmatch(pattern, full.replace("arn:aws:", "arn:aws-us-gov:")))
+        # The name alone (a partial ARN) matches no secret in the roles' statements.
+        self.assertFalse(re.fullmatch(pattern, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:webhooks/sink"))
+        self.assertFalse(re.fullmatch(pattern, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sink-a1B2"))
+
+
 class Alarms(unittest.TestCase):
     def test_every_alarm_exists_and_notifies_the_topic(self):
         alarms = of_type("AWS::CloudWatch::Alarm")
@@ -229,6 +251,7 @@ class Alarms(unittest.TestCase):
         for wanted in [
             ("AWS/Lambda", "IteratorAge"),
             ("AWS/Lambda", "Errors"),
+            ("AWS/Lambda", "Throttles"),
             ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
             ("WebhookReceiver", "ReceiptsWaiting"),
             ("WebhookReceiver", "LeadsFailed"),
@@ -242,6 +265,10 @@ class Alarms(unittest.TestCase):
         )
         errors = {json.dumps(a["Properties"]["Dimensions"]) for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"}
         self.assertEqual(len(errors), 2, "one per function")
+        [throttles] = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Throttles"]
+        self.assertEqual(
+            throttles["Properties"]["Dimensions"], [{"Name": "FunctionName", "Value": {"Ref": "StreamWorkerFunction"}}]
+        )
 
     def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
         sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()
@@ -254,6 +281,38 @@ class Alarms(unittest.TestCase):
             self.assertIn(f'"{props["MetricName"]}"', sources)
             self.assertEqual(props["Dimensions"], [{"Name": "service", "Value": "stream-worker"}])
         self.assertIn('pub const SERVICE: &str = "stream-worker"', sources)
+
+
+class DeployScript(unittest.TestCase):
+    def test_saved_parameters_survive_an_architecture_override(self):
+        import importlib.util
+        import tempfile
+
+        spec = importlib.util.spec_from_file_location("overrides", ROOT / "deploy/overrides.py")
+        overrides = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(overrides)
+        with tempfile.TemporaryDirectory() as folder:
+            samconfig = pathlib.Path(folder) / "samconfig.toml"
+            # As `sam deploy --guided` writes it.
+            samconfig.write_text(
+                'version = 0.1\n[default.deploy.parameters]\nstack_name = "webhooks"\n'
+                'parameter_overrides = "SinkSecretArn=\\"arn:aws:secretsmanager:eu-west-1:123456789012:secret:s-a1B2c3\\" '
+                'Architecture=\\"arm64\\" AlarmEmail=\\"ops@example.com\\""\n'
+            )
+            self.assertEqual(
+                overrides.merged(samconfig, ["Architecture=x86_64"]),
+                [
+                    "SinkSecretArn=arn:aws:secretsmanager:eu-west-1:123456789012:secret:s-a1B2c3",
+                    "Architecture=x86_64",
+                    "AlarmEmail=ops@example.com",
+                ],
+            )
+            self.assertEqual(overrides.merged(pathlib.Path(folder) / "none.toml", ["Architecture=arm64"]),
+                             ["Architecture=arm64"])
+        script = (ROOT / "scripts/deploy-aws.sh").read_text()
+        self.assertIn('python3 deploy/overrides.py samconfig.toml "Architecture=$arch"', script)
+        # The translator runs too, not only the linter.
+        self.assertRegex(script, r'sam validate --region "\$region" --template-file template.yaml')
 
 
 class Readme(unittest.TestCase):

@@ -23,8 +23,11 @@ export SAM_CLI_TELEMETRY=0 PATH="$PWD/.tools/cargo-lambda/bin:$PWD/.tools/aws/bi
 
 say "linting template.yaml"
 cfn-lint template.yaml
-# sam validate --lint reads the template with SAM's own translator, offline.
-AWS_REGION=${AWS_REGION:-us-east-1} sam validate --lint --template-file template.yaml >/dev/null
+# sam validate runs SAM's translator (offline): a misspelt event property fails here, which
+# --lint (cfn-lint's rules) lets through; --lint adds cfn-lint's rules on the transformed template.
+region=${AWS_REGION:-us-east-1}
+sam validate --region "$region" --template-file template.yaml >/dev/null
+sam validate --region "$region" --lint --template-file template.yaml >/dev/null
 
 case "$arch" in
   arm64) target_flag=--arm64 ;;
@@ -50,7 +53,10 @@ fi
 # The template's CodeUri is the folder cargo lambda just built (it is what `sam build`'s
 # cargo-lambda builder would produce), so `sam deploy` packages it as it is.
 if [ -f samconfig.toml ]; then
-  sam deploy --template-file template.yaml --parameter-overrides "Architecture=$arch"
+  # The saved parameters with Architecture put in its place: --parameter-overrides alone would
+  # replace samconfig.toml's whole list (SinkSecretArn, AlarmEmail, ...).
+  mapfile -t overrides < <(python3 deploy/overrides.py samconfig.toml "Architecture=$arch")
+  sam deploy --template-file template.yaml --parameter-overrides "${overrides[@]}"
 else
   say "first deploy: SAM asks for the stack name, region and parameters (SinkSecretArn, AlarmEmail, ...)"
   say "and saves the answers in samconfig.toml"

@@ -10,8 +10,10 @@ pub const USAGE: &str = "\
 usage:
   stream-worker                                  run as the Lambda function
   stream-worker poll                             poll the table's stream (local mode)
-  stream-worker reconcile --older-than <age> [--scan] [--json]
+  stream-worker reconcile --older-than <age> [--scan] [--force] [--json]
                                                  settle receipts still RECEIVED after <age>
+                                                 (over 1h, the stream's maximum record age,
+                                                 unless --force)
   stream-worker receipts list [--status RECEIVED|COMPLETED|FAILED] [--since <time|age>] [--json]
   stream-worker receipts show <submissionId> [--profile <name>] [--payload] [--json]
   stream-worker receipts redrive (<submissionId> [--profile <name>] | --status FAILED) [--wait <age>] [--force] [--json]
@@ -75,7 +77,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--json" => options.json = true,
             "--scan" if command == "reconcile" => options.scan = true,
             "--payload" if command == "show" => options.payload = true,
-            "--force" if command == "redrive" => options.force = true,
+            "--force" if command == "redrive" || command == "reconcile" => options.force = true,
             "--older-than" if command == "reconcile" => options.older_than = Some(age(&value(word)?)?),
             "--wait" if command == "redrive" => options.wait = Some(age(&value(word)?)?),
             "--status" if command == "list" || command == "redrive" => options.status = Some(status(&value(word)?)?),
@@ -94,7 +96,12 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let profile = options.profile.unwrap_or(Profile::StaticForms);
     match (command, positional.as_slice()) {
         ("reconcile", []) => match options.older_than {
-            Some(older_than) => Ok(Command::Reconcile { older_than, scan: options.scan, json }),
+            Some(older_than) => {
+                if !force {
+                    reconcile_age(older_than).map_err(|why| format!("--older-than: {why}; or add --force"))?;
+                }
+                Ok(Command::Reconcile { older_than, scan: options.scan, json })
+            }
             None => Err("reconcile needs --older-than <age>".into()),
         },
         ("list", []) => Ok(Command::List { status: options.status, since: options.since, json }),
@@ -124,6 +131,21 @@ struct Options {
     status: Option<ReceiptStatus>,
     since: Option<Since>,
     profile: Option<Profile>,
+}
+
+/// Refuses a reconcile age within the stream's maximum record age: the stream may still retry
+/// such a receipt, and the two would call the sink for it at the same time (a CRM's upsert is
+/// not atomic under concurrent calls).
+pub fn reconcile_age(older_than: Duration) -> Result<(), String> {
+    let limit = crate::operate::STREAM_MAX_RECORD_AGE;
+    if older_than <= limit {
+        return Err(format!(
+            "{}s is within the stream's maximum record age ({}s): reconcile could take a receipt the stream still retries; give more than that",
+            older_than.as_secs(),
+            limit.as_secs()
+        ));
+    }
+    Ok(())
 }
 
 /// How long `receipts redrive` waits for the stream to settle a reopened receipt by default.
@@ -186,11 +208,30 @@ mod tests {
     }
 
     #[test]
+    fn reconcile_never_takes_a_receipt_the_stream_still_retries_unless_forced() {
+        for age in ["15m", "1h", "3600s", "60m"] {
+            let refused = parse(&args(&format!("reconcile --older-than {age}")));
+            assert!(
+                refused.as_ref().is_err_and(|e| e.starts_with("--older-than: ") && e.contains("--force")),
+                "{age}: {refused:?}"
+            );
+        }
+        let just_past = parse(&args("reconcile --older-than 3601s"));
+        assert_eq!(
+            just_past,
+            Ok(Command::Reconcile { older_than: Duration::from_secs(3_601), scan: false, json: false })
+        );
+        assert!(parse(&args("reconcile --force --older-than 1m")).is_ok());
+        assert!(reconcile_age(Duration::from_secs(7_200)).is_ok());
+        assert!(reconcile_age(crate::operate::STREAM_MAX_RECORD_AGE).is_err());
+    }
+
+    #[test]
     fn commands_and_options() {
         assert_eq!(parse(&[]), Ok(Command::Lambda));
         assert_eq!(parse(&args("poll")), Ok(Command::Poll));
         assert_eq!(
-            parse(&args("reconcile --older-than 15m --json")),
+            parse(&args("reconcile --older-than 15m --json --force")),
             Ok(Command::Reconcile { older_than: Duration::from_secs(900), scan: false, json: true })
         );
         assert_eq!(

@@ -199,6 +199,7 @@ async fn stream_function(handler: &Handler<Sink, DynamoReceipts>, table: &str) -
 async fn reconcile_function(handler: &Handler<Sink, DynamoReceipts>) -> anyhow::Result<()> {
     let age = std::env::var("RECONCILE_OLDER_THAN").unwrap_or_else(|_| RECONCILE_OLDER_THAN.into());
     let older_than = cli::age(&age).map_err(|why| anyhow!("RECONCILE_OLDER_THAN: {why}"))?;
+    cli::reconcile_age(older_than).map_err(|why| anyhow!("RECONCILE_OLDER_THAN: {why}"))?;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| async move {
         let deadline = instant_of(event.context.deadline);
         let now = now_millis();

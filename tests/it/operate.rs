@@ -112,7 +112,7 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     w.deliver("sub_lost_2", 1_800_000);
     w.deliver("sub_recent", 1_000);
 
-    let first = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    let first = w.json(&["reconcile", "--force", "--older-than", "15m", "--json"]);
     assert_eq!(first["overdue"], 2, "{first}");
     assert_eq!(first["completed"], 2, "{first}");
     assert_eq!(first["stillWaiting"], 0, "{first}");
@@ -122,7 +122,7 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     assert_eq!(w.leads(), [lead("sub_lost_1", 1), lead("sub_lost_2", 1), lead("sub_streamed", 1)]);
 
     // A second run changes nothing.
-    let second = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    let second = w.json(&["reconcile", "--force", "--older-than", "15m", "--json"]);
     assert_eq!((second["overdue"].as_u64(), second["completed"].as_u64()), (Some(0), Some(0)), "{second}");
     assert_eq!(w.leads().len(), 3);
 
@@ -137,7 +137,7 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
             "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&delivery::key("sub_streamed"))}},
         }),
     );
-    let stale = w.json(&["reconcile", "--older-than", "15m", "--json"]);
+    let stale = w.json(&["reconcile", "--force", "--older-than", "15m", "--json"]);
     assert_eq!((stale["overdue"].as_u64(), stale["skipped"].as_u64()), (Some(1), Some(1)), "{stale}");
     assert_eq!(stale["completed"], 0, "{stale}");
     assert_eq!(w.status("sub_streamed"), "COMPLETED");
@@ -156,13 +156,13 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     let mut legacy = receipt(&delivery::body("sub_legacy", "x", 1), now_millis() - 7_200_000).to_item();
     legacy.remove(shared::receipt::PENDING_SHARD);
     put_item(&w.store, TABLE, &legacy);
-    assert_eq!(w.json(&["reconcile", "--older-than", "1h", "--json"])["overdue"], 0);
-    let scanned = w.json(&["reconcile", "--older-than", "1h", "--scan", "--json"]);
+    assert_eq!(w.json(&["reconcile", "--force", "--older-than", "1h", "--json"])["overdue"], 0);
+    let scanned = w.json(&["reconcile", "--force", "--older-than", "1h", "--scan", "--json"]);
     assert_eq!((scanned["overdue"].as_u64(), scanned["completed"].as_u64()), (Some(1), Some(1)), "{scanned}");
     assert_eq!(w.status("sub_legacy"), "COMPLETED");
 
     // The text report, for people.
-    let text = w.run(&["reconcile", "--older-than", "15m"]);
+    let text = w.run(&["reconcile", "--force", "--older-than", "15m"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("overdue  0"), "{text:?}");
 }
 
@@ -240,7 +240,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
     assert!(item.get(shared::receipt::PENDING_SHARD).is_some(), "back in the pending index: {item}");
     // Received 3 hours ago but waiting only since now: reconcile leaves it to the stream.
-    let left = w.json(&["reconcile", "--older-than", "1h", "--json"]);
+    let left = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
     assert_eq!(
         (left["overdue"].as_u64(), left["skipped"].as_u64(), left["completed"].as_u64()),
         (Some(1), Some(1), Some(0))
@@ -336,7 +336,7 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(!usage.status.success());
     assert!(stderr(&usage).contains("needs one submission ID") && stderr(&usage).contains("usage:"));
     assert!(w.run(&["--help"]).status.success());
-    let reconcile = w.run_with(&["reconcile", "--older-than", "1m"], &[("LEAD_SINK", "")]);
+    let reconcile = w.run_with(&["reconcile", "--force", "--older-than", "1m"], &[("LEAD_SINK", "")]);
     assert!(!reconcile.status.success());
     assert!(stderr(&reconcile).contains("LEAD_SINK"), "reconcile needs the sink: {}", stderr(&reconcile));
 
@@ -350,11 +350,11 @@ fn mistakes_get_errors_that_say_what_to_check() {
             "BillingMode": "PAY_PER_REQUEST"
         }),
     );
-    let no_index = w.run_with(&["reconcile", "--older-than", "1m"], &[("RECEIPTS_TABLE", "plain")]);
+    let no_index = w.run_with(&["reconcile", "--force", "--older-than", "1m"], &[("RECEIPTS_TABLE", "plain")]);
     assert!(!no_index.status.success());
     assert!(stderr(&no_index).contains(r#"table "plain" has no "pending" index"#), "{}", stderr(&no_index));
     assert!(w
-        .run_with(&["reconcile", "--older-than", "1m", "--scan"], &[("RECEIPTS_TABLE", "plain")])
+        .run_with(&["reconcile", "--force", "--older-than", "1m", "--scan"], &[("RECEIPTS_TABLE", "plain")])
         .status
         .success());
 }
@@ -386,7 +386,7 @@ async fn receipts_of_every_profile_are_listed_shown_reconciled_and_redriven_by_t
     let missing = w.run(&["receipts", "show", "op-7"]);
     assert!(!missing.status.success() && stderr(&missing).contains("no receipt"), "{}", stderr(&missing));
 
-    let settled = w.json(&["reconcile", "--older-than", "1h", "--json"]);
+    let settled = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
     assert_eq!(settled["completed"], 2, "{settled}");
     let leads: Vec<String> = w.leads().into_iter().map(|(id, _, _)| id).collect();
     assert_eq!(leads, ["tally:op-7", "typeform:lT4Z3j:op-7"]);
