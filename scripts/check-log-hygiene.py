@@ -41,7 +41,8 @@ def main():
     args = parser.parse_args()
     with open(args.stack) as f:
         stack = json.load(f)
-    values = {"bearer token": stack["bearer_token"], "AWS secret key": stack["secret_access_key"]}
+    values = {"bearer token": stack["bearer_token"], "AWS secret key": stack["secret_access_key"],
+              "the edge's AWS secret key": stack["edge_secret_access_key"]}
     values.update({f"{name} secret": p["secret"] for name, p in stack.get("profiles", {}).items()})
     values.update({f"demo data {v!r}": v for v in DEMO_PERSONAL_DATA})
     values.update({f"value {v!r}": v for v in args.value})

@@ -77,13 +77,29 @@ ddb() { # target, JSON body
   curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/dynamodb}" \
     -H 'Content-Type: application/x-amz-json-1.0' -H "X-Amz-Target: DynamoDB_20120810.$1" -d "$2"
 }
-iam --data-urlencode Action=CreateUser --data-urlencode UserName=local-dev >/dev/null || true
-iam --data-urlencode Action=PutUserPolicy --data-urlencode UserName=local-dev --data-urlencode PolicyName=ddb \
-  --data-urlencode 'PolicyDocument={"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"dynamodb:*","Resource":"*"}]}' >/dev/null
-key_xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName=local-dev)
-ACCESS_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$key_xml")
-SECRET_ACCESS_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$key_xml")
-[ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] || die "could not create an IAM access key"
+# Two identities, each with what it does and nothing more: the edge's is template.yaml's
+# EdgeUser (PutItem on the table), so a call the Worker's code adds fails here as in production;
+# the local stream worker's (its poll mode also finds the stream with DescribeTable) also runs
+# the operator's commands (list: Scan; reconcile: Query on the pending index).
+TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
+user_key() { # user, policy JSON; prints "<key id> <secret>"
+  iam --data-urlencode Action=CreateUser --data-urlencode UserName="$1" >/dev/null || true
+  iam --data-urlencode Action=PutUserPolicy --data-urlencode UserName="$1" --data-urlencode PolicyName=ddb \
+    --data-urlencode "PolicyDocument=$2" >/dev/null
+  local xml
+  xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$1")
+  printf '%s %s\n' "$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")" \
+    "$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")"
+}
+read -r EDGE_KEY_ID EDGE_SECRET_KEY < <(user_key local-edge \
+  "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"dynamodb:PutItem\",\"Resource\":\"$TABLE_ARN\"}]}")
+read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-worker "{\"Version\":\"2012-10-17\",\"Statement\":[
+  {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeTable\",\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Scan\",\"dynamodb:Query\"],
+   \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]},
+  {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeStream\",\"dynamodb:GetRecords\",\"dynamodb:GetShardIterator\",\"dynamodb:ListStreams\"],
+   \"Resource\":[\"$TABLE_ARN/stream/*\",\"*\"]}]}")
+[ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
+  die "could not create the IAM access keys"
 
 # The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
 # sparse pending index), TTL on expiresAt (idempotent).
@@ -115,7 +131,7 @@ say "starting the edge Worker on 127.0.0.1:$EDGE_PORT"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
   setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
   --var "DYNAMODB_ENDPOINT:$STORE" --var "AWS_REGION:$REGION" --var "RECEIPTS_TABLE:$TABLE" \
-  --var "AWS_ACCESS_KEY_ID:$ACCESS_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$SECRET_ACCESS_KEY" \
+  --var "AWS_ACCESS_KEY_ID:$EDGE_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$EDGE_SECRET_KEY" \
   --var "WEBHOOK_PROFILES:$PROFILES" \
   >"$STATE/edge.log" 2>&1 </dev/null &
 started $!
@@ -138,6 +154,7 @@ secrets = {"staticforms": "$BEARER", "standard-webhooks": "$(first_value STANDAR
 json.dump({
     "edge_url": "$EDGE", "dynamodb_endpoint": "$STORE", "region": "$REGION", "table": "$TABLE",
     "access_key_id": "$ACCESS_KEY_ID", "secret_access_key": "$SECRET_ACCESS_KEY",
+    "edge_secret_access_key": "$EDGE_SECRET_KEY",
     "bearer_token": "$BEARER", "leads_db": "$STATE/leads.db",
     "profiles": {name: {"url": "$EDGE/webhooks/" + name, "secret": secret} for name, secret in secrets.items()},
     "pids": {"ministack": ${pids[0]}, "edge": ${pids[1]}, "stream_worker": ${pids[2]}},

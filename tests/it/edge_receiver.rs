@@ -46,7 +46,7 @@ pub(crate) struct Stack {
 pub(crate) fn stack() -> Stack {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("edge");
+    let key = store.edge_access_key("edge", TABLE);
     let edge = Edge::start(&bindings(&store.endpoint(), &key, &[]));
     Stack { store, key, edge }
 }
@@ -202,6 +202,27 @@ fn assert_operator_fixable(answer: &Answer, code: &str) {
     assert_eq!(answer.header("retry-after"), Some("5"), "{}", answer.body);
 }
 
+#[tokio::test]
+async fn the_edge_s_key_may_put_receipts_and_nothing_else_as_in_production() {
+    // The Worker signs with a key whose policy is template.yaml's EdgeUser's: PutItem on the
+    // table. A read the edge's code might add (a GetItem on the duplicate path) is refused, as
+    // it would be in production, so such a change fails the suite instead of the first deploy.
+    let s = stack();
+    assert_eq!(deliver(&s.edge, &headers("sub_policy_put"), &body("sub_policy_put")).status, 202);
+    let client = aws_sdk_dynamodb::Client::new(&tests::aws::sdk_config(&s.store, &s.key).await);
+    let key = aws_sdk_dynamodb::types::AttributeValue::S(delivery::key("sub_policy_put"));
+    let read = client.get_item().table_name(TABLE).key("pk", key.clone()).send().await;
+    let denied = read.expect_err("GetItem is not the edge's");
+    assert!(format!("{denied:?}").contains("AccessDenied"), "{denied:?}");
+    let scan = client.scan().table_name(TABLE).send().await;
+    assert!(format!("{:?}", scan.expect_err("Scan is not the edge's")).contains("AccessDenied"));
+    // Nor may it put into another table.
+    s.store.create_receipts_table("other");
+    let item = std::collections::HashMap::from([("pk".to_owned(), key)]);
+    let elsewhere = client.put_item().table_name("other").set_item(Some(item)).send().await;
+    assert!(format!("{:?}", elsewhere.expect_err("another table")).contains("AccessDenied"));
+}
+
 #[test]
 fn a_policy_without_put_item_or_a_missing_table_answers_503_until_the_operator_fixes_it() {
     let s = stack();
@@ -211,8 +232,10 @@ fn a_policy_without_put_item_or_a_missing_table_answers_503_until_the_operator_f
     let edge = Edge::start(&bindings(&s.store.endpoint(), &narrow, &[]));
     assert_operator_fixable(&deliver(&edge, &headers("sub_policy"), &body("sub_policy")), "store_misconfigured");
     assert!(edge.logs(1)[0].contains("\"reason\":\"store_access_denied\""), "{:?}", edge.logs(1));
-    // A table that does not exist (a wrong name, or not created yet): ResourceNotFound.
-    let absent = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("RECEIPTS_TABLE", "no-such-table")]));
+    // A table that does not exist (not created yet, or deleted), with a key allowed on its
+    // name: ResourceNotFound. (A key for another table's name is refused first, AccessDenied.)
+    let absent_key = s.store.edge_access_key("edge-absent", "no-such-table");
+    let absent = Edge::start(&bindings(&s.store.endpoint(), &absent_key, &[("RECEIPTS_TABLE", "no-such-table")]));
     assert_operator_fixable(&deliver(&absent, &headers("sub_table"), &body("sub_table")), "store_misconfigured");
     assert!(absent.logs(1)[0].contains("\"reason\":\"store_table_not_found\""), "{:?}", absent.logs(1));
     assert!(s.store.scan(TABLE).is_empty());

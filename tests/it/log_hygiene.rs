@@ -135,7 +135,7 @@ fn status_by_key(store: &Ministack, key: &str) -> Option<String> {
 fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let edge_key = store.iam_access_key("edge");
+    let edge_key = store.edge_access_key("edge", TABLE);
     let worker_key = store.iam_access_key("worker");
     let lambda_key = store.iam_access_key("lambda");
     let profiles = senders::bindings();

@@ -36,7 +36,7 @@ struct Path {
 async fn path(profiles: Option<&str>) -> Path {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let edge_key = store.iam_access_key("edge");
+    let edge_key = store.edge_access_key("edge", TABLE);
     let worker_key = store.iam_access_key("worker");
     let proxy = FaultProxy::start(store.port);
     let mut bindings = vec![

@@ -41,7 +41,7 @@ async fn path() -> Path {
 async fn path_with(extra: &[(&'static str, String)]) -> Path {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let edge_key = store.iam_access_key("edge");
+    let edge_key = store.edge_access_key("edge", TABLE);
     let worker_key: AccessKey = store.iam_access_key("worker");
     let proxy = FaultProxy::start(store.port);
     let mut bindings = vec![

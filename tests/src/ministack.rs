@@ -130,6 +130,16 @@ impl Ministack {
         AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
     }
 
+    /// Creates the edge's IAM user as `template.yaml`'s `EdgeUser` is: allowed exactly
+    /// `dynamodb:PutItem` on the table `table`, nothing else, and returns a new access key.
+    /// Every test that runs the Worker signs with such a key, so a call the edge's code adds
+    /// (a GetItem on the duplicate path, say) fails here as it would in production.
+    pub fn edge_access_key(&self, user: &str, table: &str) -> AccessKey {
+        let key = self.iam_access_key_without_policy(user);
+        self.allow(user, "put-receipts", "dynamodb:PutItem", &table_arn(table));
+        key
+    }
+
     /// Creates an IAM user with no policy at all (give it some with [`Ministack::allow`]) and
     /// returns a new access key for it.
     pub fn iam_access_key_without_policy(&self, user: &str) -> AccessKey {
@@ -178,6 +188,11 @@ impl Drop for Ministack {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The ARN of the table `table` in the tests' region, in any account.
+pub fn table_arn(table: &str) -> String {
+    format!("arn:aws:dynamodb:us-east-1:*:table/{table}")
 }
 
 fn xml_value(xml: &str, tag: &str) -> String {

@@ -226,7 +226,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let started = Instant::now();
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let edge_key = store.iam_access_key("edge");
+    let edge_key = store.edge_access_key("edge", TABLE);
     let worker_key = store.iam_access_key("worker");
     let store_proxy = FaultProxy::start(store.port);
     let edge = Edge::start(&[
