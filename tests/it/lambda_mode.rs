@@ -112,7 +112,7 @@ fn metric_lines(stdout: &str) -> Vec<Value> {
 fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("lambda");
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
 
     // The event: a real-shaped stream event whose new image is a receipt that is in the table.
     let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
@@ -182,7 +182,7 @@ fn lambda_mode_refuses_a_sqlite_sink() {
 fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("reconcile");
+    let key = store.role_access_key("reconcile", tests::policies::Role::Reconcile, TABLE);
     let now = tests::now_millis();
     for (id, age_ms) in [("sub_old", 3 * 3_600_000), ("sub_new", 60_000)] {
         let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713);
@@ -245,7 +245,7 @@ fn failed_items(response: &Value) -> Vec<&str> {
 fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("lambda");
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
     let event = fixture_event(&store, "batch_of_five.json");
     // A webhook sink that is down: every attempt answers 503.
     let sink = StubServer::start(|_| StubResponse::json(503, json!({"error": "down"})));
@@ -268,7 +268,7 @@ fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
 fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("lambda");
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
     let postgres = Postgres::start();
     let env = [("LEAD_SINK", postgres.url())];
     // A deadline shorter than one record's budget: the first record is always tried, the

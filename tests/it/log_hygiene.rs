@@ -136,8 +136,8 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key = store.iam_access_key("worker");
-    let lambda_key = store.iam_access_key("lambda");
+    let worker_key = store.worker_access_key("worker", TABLE);
+    let lambda_key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
     let profiles = senders::bindings();
     let profiles: Vec<(&'static str, &str)> = profiles.iter().map(|(name, value)| (*name, value.as_str())).collect();
     let edge = Edge::start(&bindings(&store.endpoint(), &edge_key, &profiles));

@@ -23,15 +23,19 @@ const TABLE: &str = "receipts";
 
 struct World {
     store: Ministack,
+    /// The operator's key, for the commands.
     key: AccessKey,
+    /// The stream worker's, for the poller standing in for the deployed stream function.
+    worker_key: AccessKey,
     dir: TempDir,
 }
 
 fn world() -> World {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
-    let key = store.iam_access_key("operator");
-    World { store, key, dir: TempDir::new("operate") }
+    let key = store.operator_access_key("operator", TABLE);
+    let worker_key = store.worker_access_key("worker", TABLE);
+    World { store, key, worker_key, dir: TempDir::new("operate") }
 }
 
 impl World {
@@ -98,7 +102,7 @@ fn stderr(output: &Output) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     let w = world();
-    let config = sdk_config(&w.store, &w.key).await;
+    let config = sdk_config(&w.store, &w.worker_key).await;
     // One receipt the stream delivers: the poller (the Lambda handler's path) completes it.
     w.deliver("sub_streamed", 3_600_000);
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.leads_db().display().to_string() }).await.unwrap();
@@ -185,7 +189,7 @@ impl LeadSink for Refusing {
 #[tokio::test(flavor = "multi_thread")]
 async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let w = world();
-    let config = sdk_config(&w.store, &w.key).await;
+    let config = sdk_config(&w.store, &w.worker_key).await;
     let sqlite = || SinkConfig::Sqlite { path: w.leads_db().display().to_string() };
     w.deliver("sub_bad", 3 * 3_600_000);
     w.deliver("sub_ok", 2 * 3_600_000);
@@ -311,7 +315,20 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(!unknown.status.success());
     assert!(stderr(&unknown).contains("no receipt for submission ID"), "{}", stderr(&unknown));
 
+    // A misspelt table: the operator's key, scoped to the real one, may not touch it (as in AWS)...
     let wrong_table = w.run_with(&["receipts", "list"], &[("RECEIPTS_TABLE", "reciepts")]);
+    assert!(!wrong_table.status.success());
+    assert!(stderr(&wrong_table).contains(r#"may not do this on table "reciepts""#), "{}", stderr(&wrong_table));
+    // ...and a key allowed on that name finds no such table.
+    let misspelt = w.store.operator_access_key("misspelt", "reciepts");
+    let wrong_table = w.run_with(
+        &["receipts", "list"],
+        &[
+            ("RECEIPTS_TABLE", "reciepts"),
+            ("AWS_ACCESS_KEY_ID", misspelt.id.as_str()),
+            ("AWS_SECRET_ACCESS_KEY", misspelt.secret.as_str()),
+        ],
+    );
     assert!(!wrong_table.status.success());
     assert!(stderr(&wrong_table).contains(r#"table "reciepts""#), "{}", stderr(&wrong_table));
     assert!(stderr(&wrong_table).contains("was not found"), "{}", stderr(&wrong_table));
@@ -348,13 +365,16 @@ fn mistakes_get_errors_that_say_what_to_check() {
             "BillingMode": "PAY_PER_REQUEST"
         }),
     );
-    let no_index = w.run_with(&["reconcile", "--force", "--older-than", "1m"], &[("RECEIPTS_TABLE", "plain")]);
+    let plain = w.store.operator_access_key("plain", "plain");
+    let on_plain = [
+        ("RECEIPTS_TABLE", "plain"),
+        ("AWS_ACCESS_KEY_ID", plain.id.as_str()),
+        ("AWS_SECRET_ACCESS_KEY", plain.secret.as_str()),
+    ];
+    let no_index = w.run_with(&["reconcile", "--force", "--older-than", "1m"], &on_plain);
     assert!(!no_index.status.success());
     assert!(stderr(&no_index).contains(r#"table "plain" has no "pending" index"#), "{}", stderr(&no_index));
-    assert!(w
-        .run_with(&["reconcile", "--force", "--older-than", "1m", "--scan"], &[("RECEIPTS_TABLE", "plain")])
-        .status
-        .success());
+    assert!(w.run_with(&["reconcile", "--force", "--older-than", "1m", "--scan"], &on_plain).status.success());
 }
 
 #[tokio::test(flavor = "multi_thread")]

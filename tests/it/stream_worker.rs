@@ -534,7 +534,8 @@ async fn the_poller_refuses_a_stream_without_new_images() {
             "StreamSpecification": {"StreamEnabled": true, "StreamViewType": "KEYS_ONLY"}
         }),
     );
-    let poller = worker::poller(&w.config, "keys-only", w.dir.0.join("other-checkpoint.json"));
+    let keys_only = tests::aws::sdk_config(&w.store, &w.store.worker_access_key("keys-only", "keys-only")).await;
+    let poller = worker::poller(&keys_only, "keys-only", w.dir.0.join("other-checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
     let error = poller.run(&handler, Duration::from_millis(10), std::future::pending()).await.unwrap_err();
@@ -653,7 +654,7 @@ async fn a_trimmed_checkpoint_restarts_at_the_trim_horizon_instead_of_failing_fo
         400,
         r#"{"__type":"com.amazonaws.dynamodb.v20120810#TrimmedDataAccessException","message":"trimmed"}"#.into(),
     ));
-    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("trimmed")).await;
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("trimmed", worker::TABLE)).await;
     let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap();
     let passes = worker::drain(&poller, &Handler { mapping: Default::default(), sink, receipts: w.receipts() }).await;
@@ -921,7 +922,7 @@ async fn store_faults_on_the_receipt_update_leave_it_waiting_and_the_record_retr
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     // The poller reads the stream directly; the receipt updates go through the proxy.
     let proxy = tests::proxy::FaultProxy::start(w.store.port);
-    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("faults")).await;
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("faults", worker::TABLE)).await;
     let handler = Handler { mapping: Default::default(), sink, receipts: worker::receipts(&through_proxy, TABLE) };
     let poller = w.poller();
     w.deliver("sub_fault");
@@ -982,7 +983,7 @@ async fn the_poller_ignores_the_checkpoint_of_another_stream() {
 async fn the_poller_survives_passes_that_fail_and_goes_on_when_the_store_is_back() {
     let w = world().await;
     let proxy = tests::proxy::FaultProxy::start(w.store.port);
-    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.iam_access_key("outage")).await;
+    let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("outage", worker::TABLE)).await;
     let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
@@ -1021,4 +1022,33 @@ async fn the_poller_survives_passes_that_fail_and_goes_on_when_the_store_is_back
     let (result, ()) = tokio::join!(run, outage);
     result.unwrap();
     assert_eq!(w.sqlite_leads(), [lead("sub_before", 1), lead("sub_during", 1)]);
+}
+
+#[tokio::test]
+async fn the_stream_worker_s_key_holds_exactly_its_role_s_statements() {
+    // The key every stream worker test signs with is template.yaml's StreamWorkerRole (plus
+    // DescribeTable for poll mode): what the worker does passes, a call it does not make
+    // (a scan, a put, a query of the index) is refused, as the deployed role would refuse it.
+    let w = world().await;
+    w.deliver("sub_role");
+    let client = aws_sdk_dynamodb::Client::new(&w.config);
+    let key = aws_sdk_dynamodb::types::AttributeValue::S(delivery::key("sub_role"));
+    let read = client.get_item().table_name(TABLE).key("pk", key.clone()).consistent_read(true).send().await;
+    assert!(read.unwrap().item.is_some());
+    let denied = |what: &str, error: String| assert!(error.contains("AccessDenied"), "{what}: {error}");
+    denied("Scan", format!("{:?}", client.scan().table_name(TABLE).send().await.unwrap_err()));
+    let item = std::collections::HashMap::from([("pk".to_owned(), key)]);
+    denied(
+        "PutItem",
+        format!("{:?}", client.put_item().table_name(TABLE).set_item(Some(item)).send().await.unwrap_err()),
+    );
+    let query = client
+        .query()
+        .table_name(TABLE)
+        .index_name("pending")
+        .key_condition_expression("pendingShard = :s")
+        .expression_attribute_values(":s", aws_sdk_dynamodb::types::AttributeValue::S("0".into()))
+        .send()
+        .await;
+    denied("Query", format!("{:?}", query.unwrap_err()));
 }

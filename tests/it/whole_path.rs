@@ -42,7 +42,7 @@ async fn path_with(extra: &[(&'static str, String)]) -> Path {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key: AccessKey = store.iam_access_key("worker");
+    let worker_key: AccessKey = store.worker_access_key("worker", TABLE);
     let proxy = FaultProxy::start(store.port);
     let mut bindings = vec![
         ("RECEIPTS_TABLE", TABLE.into()),

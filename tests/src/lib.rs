@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod edge;
 pub mod http;
 pub mod ministack;
+pub mod policies;
 pub mod postgres;
 pub mod proxy;
 pub mod senders;

@@ -120,24 +120,42 @@ impl Ministack {
         answer.get("Item").cloned()
     }
 
-    /// Creates an IAM user allowed all DynamoDB actions and returns a new access key for it.
-    pub fn iam_access_key(&self, user: &str) -> AccessKey {
-        let policy =
-            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"dynamodb:*","Resource":"*"}]}"#;
-        self.iam(&[("Action", "CreateUser"), ("UserName", user)]);
-        self.iam(&[("Action", "PutUserPolicy"), ("UserName", user), ("PolicyName", "ddb"), ("PolicyDocument", policy)]);
-        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
-        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    /// Creates an IAM user whose one inline policy is `policy` and returns a new access key for
+    /// it. Test identities get production's policies (`crate::policies`), never all of DynamoDB.
+    pub fn access_key_with(&self, user: &str, policy: &Value) -> AccessKey {
+        let key = self.iam_access_key_without_policy(user);
+        let document = policy.to_string();
+        self.iam(&[
+            ("Action", "PutUserPolicy"),
+            ("UserName", user),
+            ("PolicyName", "role"),
+            ("PolicyDocument", &document),
+        ]);
+        key
     }
 
-    /// Creates the edge's IAM user as `template.yaml`'s `EdgeUser` is: allowed exactly
-    /// `dynamodb:PutItem` on the table `table`, nothing else, and returns a new access key.
-    /// Every test that runs the Worker signs with such a key, so a call the edge's code adds
-    /// (a GetItem on the duplicate path, say) fails here as it would in production.
+    /// The edge's IAM user as `template.yaml`'s `EdgeUser` is: exactly `dynamodb:PutItem` on
+    /// the table `table`, nothing else. Every test that runs the Worker signs with such a key,
+    /// so a call the edge's code adds (a GetItem on the duplicate path, say) fails here as it
+    /// would in production.
     pub fn edge_access_key(&self, user: &str, table: &str) -> AccessKey {
-        let key = self.iam_access_key_without_policy(user);
-        self.allow(user, "put-receipts", "dynamodb:PutItem", &table_arn(table));
-        key
+        self.access_key_with(user, &crate::policies::policy(crate::policies::Role::Edge, table))
+    }
+
+    /// The local stream worker's user: the deployed stream function's statements on the table
+    /// `table`, plus `DescribeTable` for poll mode (`crate::policies::poll_mode_policy`).
+    pub fn worker_access_key(&self, user: &str, table: &str) -> AccessKey {
+        self.access_key_with(user, &crate::policies::poll_mode_policy(table))
+    }
+
+    /// A deployed function's user: exactly `role`'s statements in `template.yaml` on `table`.
+    pub fn role_access_key(&self, user: &str, role: crate::policies::Role, table: &str) -> AccessKey {
+        self.access_key_with(user, &crate::policies::policy(role, table))
+    }
+
+    /// An operator's user (`crate::policies::operator_policy`).
+    pub fn operator_access_key(&self, user: &str, table: &str) -> AccessKey {
+        self.access_key_with(user, &crate::policies::operator_policy(table))
     }
 
     /// Creates an IAM user with no policy at all (give it some with [`Ministack::allow`]) and

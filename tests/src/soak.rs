@@ -227,7 +227,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key = store.iam_access_key("worker");
+    let worker_key = store.worker_access_key("worker", TABLE);
     let store_proxy = FaultProxy::start(store.port);
     let edge = Edge::start(&[
         ("RECEIPTS_TABLE", TABLE.to_owned()),

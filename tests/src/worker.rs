@@ -30,7 +30,7 @@ impl World {
     pub async fn start(name: &str) -> World {
         let store = Ministack::start();
         store.create_receipts_table(TABLE);
-        let key = store.iam_access_key("worker");
+        let key = store.worker_access_key("worker", TABLE);
         let config = sdk_config(&store, &key).await;
         World { store, config, dir: TempDir::new(name) }
     }
