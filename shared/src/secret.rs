@@ -9,9 +9,16 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
 /// An accepted credential (a bearer token, `user:password`, a header value), kept only as its
-/// SHA-256 digest so that comparison takes the same time whatever the lengths involved.
-#[derive(Clone, PartialEq, Eq)]
+/// SHA-256 digest so that comparison takes the same time whatever the lengths involved. `==`
+/// is constant time too (no derived comparison a later change could call by mistake).
+#[derive(Clone, Eq)]
 pub struct Credential([u8; 32]);
+
+impl PartialEq for Credential {
+    fn eq(&self, other: &Credential) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
 
 impl Credential {
     /// A credential that accepts exactly `value`.
@@ -32,9 +39,16 @@ pub fn matches_any(presented: &[u8], accepted: &[Credential]) -> bool {
     accepted.iter().fold(Choice::from(0), |found, c| found | c.0.ct_eq(&digest)).into()
 }
 
-/// A Standard Webhooks signing secret: the key bytes behind `whsec_<base64>`.
-#[derive(Clone, PartialEq, Eq)]
+/// A Standard Webhooks signing secret: the key bytes behind `whsec_<base64>`. `==` compares
+/// in constant time (for keys of one length; the length alone may show).
+#[derive(Clone, Eq)]
 pub struct SigningSecret(Vec<u8>);
+
+impl PartialEq for SigningSecret {
+    fn eq(&self, other: &SigningSecret) -> bool {
+        self.0.as_slice().ct_eq(other.0.as_slice()).into()
+    }
+}
 
 /// Why a signing secret's text was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +100,18 @@ mod tests {
     use super::*;
     use alloc::format;
     use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn equality_is_the_constant_time_comparison() {
+        // `==` on credentials goes through `subtle`; these pin what it answers.
+        assert!(Credential::new(b"token") == Credential::new(b"token"));
+        assert!(Credential::new(b"token") != Credential::new(b"tokem"));
+        assert!(Credential::new(b"") != Credential::new(b"\0"));
+        let secret = |t: &str| SigningSecret::plain(t).unwrap();
+        assert!(secret("abc") == secret("abc"));
+        assert!(secret("abc") != secret("abd"));
+        assert!(secret("abc") != secret("abcd"), "another length");
+    }
 
     #[wasm_bindgen_test(unsupported = test)]
     fn a_credential_listed_twice_still_matches() {

@@ -286,6 +286,23 @@ fn a_store_that_cannot_prove_durability_gets_503() {
 }
 
 #[test]
+fn retention_days_is_the_stored_receipt_s_expiry() {
+    // The default (30 days) and a configured RETENTION_DAYS, read back from the items the
+    // Worker wrote: `expiresAt` is the table's TTL attribute, in epoch seconds.
+    let s = stack();
+    let seven = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("RETENTION_DAYS", "7")]));
+    for (edge, id, days) in [(&s.edge, "sub_keep_30", 30), (&seven, "sub_keep_7", 7)] {
+        let before = delivery::now_secs();
+        assert_eq!(deliver(edge, &headers(id), &body(id)).status, 202);
+        let after = delivery::now_secs();
+        let item = s.store.get(TABLE, &delivery::key(id)).unwrap();
+        let expires: u64 = item["expiresAt"]["N"].as_str().unwrap().parse().unwrap();
+        let window = (before + days * 86_400)..=(after + days * 86_400);
+        assert!(window.contains(&expires), "{id}: {expires} not in {window:?}");
+    }
+}
+
+#[test]
 fn an_expired_receipt_does_not_block_a_new_delivery() {
     let s = stack();
     let key = delivery::key("sub_expired");

@@ -194,11 +194,15 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     w.deliver("sub_bad", 3 * 3_600_000);
     w.deliver("sub_ok", 2 * 3_600_000);
     w.deliver("sub_bad_2", 20_000);
-    // The stream's pass: the sink refuses sub_bad and sub_bad_2 (FAILED), writes sub_ok.
+    w.deliver("sub_bad_3", 10_000);
+    // The stream's pass: the sink refuses sub_bad, sub_bad_2 and sub_bad_3 (FAILED), writes sub_ok.
     let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
     let refusing = Handler {
         mapping: Default::default(),
-        sink: Refusing { inner: Sink::connect(&sqlite()).await.unwrap(), refuse: &["sub_bad", "sub_bad_2"] },
+        sink: Refusing {
+            inner: Sink::connect(&sqlite()).await.unwrap(),
+            refuse: &["sub_bad", "sub_bad_2", "sub_bad_3"],
+        },
         receipts: worker::receipts(&config, TABLE),
     };
     worker::drain(&poller, &refusing).await;
@@ -206,18 +210,18 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
 
     let listed = w.json(&["receipts", "list", "--json"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2"], "oldest first");
+    assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2", "sub_bad_3"], "oldest first");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
-    assert_eq!(failed.as_array().unwrap().len(), 2);
+    assert_eq!(failed.as_array().unwrap().len(), 3);
     assert_eq!(failed[0]["failureReason"], "sink_rejected");
     assert!(failed[0]["failedAt"].is_string());
-    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 1);
+    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
     let table = w.run(&["receipts", "list"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
         table.starts_with("PROFILE      SUBMISSION ID")
             && table.contains("sink_rejected")
-            && table.ends_with("3 receipt(s)\n")
+            && table.ends_with("4 receipt(s)\n")
     );
 
     let shown = w.json(&["receipts", "show", "sub_bad", "--json"]);
@@ -255,7 +259,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(w.status("sub_bad"), "COMPLETED");
     assert!(w.store.get(TABLE, &delivery::key("sub_bad")).unwrap().get(shared::receipt::PENDING_SHARD).is_none());
 
-    // Every FAILED one, waiting for the stream's verdict while the stream runs.
+    // Every FAILED one (two now), waiting for the stream's verdicts while the stream runs.
     let redrive = {
         let args = ["receipts", "redrive", "--status", "FAILED", "--wait", "120s", "--json"];
         let mut binary = w.command(&args);
@@ -263,7 +267,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     };
     for _ in 0..300 {
         poller.pass(&healthy).await.unwrap();
-        if w.status("sub_bad_2") == "COMPLETED" {
+        if w.status("sub_bad_2") == "COMPLETED" && w.status("sub_bad_3") == "COMPLETED" {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -271,16 +275,19 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let output = tokio::task::spawn_blocking(move || redrive.join().unwrap()).await.unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let redriven: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(redriven.as_array().unwrap().len(), 1, "{redriven}");
-    assert_eq!(
-        (redriven[0]["submissionId"].as_str(), redriven[0]["outcome"].as_str()),
-        (Some("sub_bad_2"), Some("completed"))
-    );
+    let mut outcomes: Vec<(&str, &str)> = redriven
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["submissionId"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, [("sub_bad_2", "completed"), ("sub_bad_3", "completed")], "{redriven}");
 
     // Again: nothing changes.
     assert_eq!(w.json(&["receipts", "redrive", "sub_bad", "--json"])[0]["outcome"], "already_completed");
     assert_eq!(w.json(&["receipts", "redrive", "--status", "FAILED", "--json"]), Value::Array(vec![]));
-    assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_bad_2", 1), lead("sub_ok", 1)]);
+    assert_eq!(w.leads(), [lead("sub_bad", 1), lead("sub_bad_2", 1), lead("sub_bad_3", 1), lead("sub_ok", 1)]);
 
     // A receipt still RECEIVED is settled by the redrive itself once the stream has given up
     // on it (older than its maximum record age), or with --force; younger, it may be in the
@@ -293,7 +300,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(forced[0]["outcome"], "completed");
     w.deliver("sub_stuck", 2 * 3_600_000);
     assert_eq!(w.json(&["receipts", "redrive", "sub_stuck", "--json"])[0]["outcome"], "completed");
-    assert_eq!(w.leads().len(), 5);
+    assert_eq!(w.leads().len(), 6);
 
     // A FAILED receipt past its expiry (TTL has not swept it yet) is not brought back.
     let mut expired = receipt(&delivery::body("sub_expired", "x", 1), now_millis() - 40 * 86_400_000).to_item();

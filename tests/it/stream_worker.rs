@@ -909,6 +909,18 @@ async fn the_received_at_guard_holds_against_the_real_store() {
     let item = w.store.get(TABLE, &key).unwrap();
     assert_eq!((item["status"]["S"].as_str(), item["completedAt"]["S"].as_str()), (Some("COMPLETED"), Some(now)));
     assert!(item["pendingShard"].is_null(), "{item}");
+    // Marked FAILED, a receipt leaves the waiting index too.
+    let failing = w.deliver("sub_guard_failed");
+    let item = w.store.get(TABLE, &failing).unwrap();
+    assert!(item["pendingShard"]["S"].is_string(), "{item}");
+    let received_at = item["receivedAt"]["S"].as_str().unwrap().to_owned();
+    assert_eq!(receipts.mark(&failing, &received_at, Mark::Failed("sink_rejected"), now).await, Ok(Marked::Done));
+    let item = w.store.get(TABLE, &failing).unwrap();
+    assert_eq!(
+        (item["status"]["S"].as_str(), item["failureReason"]["S"].as_str()),
+        (Some("FAILED"), Some("sink_rejected"))
+    );
+    assert!(item["pendingShard"].is_null(), "a FAILED receipt is not waiting: {item}");
 }
 
 /// A store error body as DynamoDB's JSON protocol writes it.
