@@ -7,6 +7,12 @@
 #   scripts/deploy-aws.sh --dry-run   everything but the deploy, offline (what CI runs)
 #
 # ARCH=x86_64 builds and deploys for x86_64 instead of arm64 (the template's Architecture).
+#
+# A local AWS: with AWS_ENDPOINT_URL set (ministack, which runs CloudFormation with the SAM
+# transform and provided.al2023 functions as local processes), the same template is deployed
+# there, non-interactively, with the function built for this machine: SINK_SECRET_ARN (the full
+# ARN of a secret there), STACK_NAME (webhooks), TABLE_NAME (receipts), and LAMBDA_BOOTSTRAP
+# (a prebuilt stream-worker binary; else `cargo build --release`). tests/it/deployed.rs runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +34,42 @@ cfn-lint template.yaml
 region=${AWS_REGION:-us-east-1}
 sam validate --region "$region" --template-file template.yaml >/dev/null
 sam validate --region "$region" --lint --template-file template.yaml >/dev/null
+
+if [ -n "${AWS_ENDPOINT_URL:-}" ] && ! $dry_run; then
+  : "${SINK_SECRET_ARN:?a local deploy needs SINK_SECRET_ARN, the full ARN of the sink secret there}"
+  case "$(uname -m)" in
+    x86_64) host_arch=x86_64 ;;
+    aarch64 | arm64) host_arch=arm64 ;;
+    *) echo "deploy-aws: no Lambda architecture for $(uname -m)" >&2; exit 2 ;;
+  esac
+  bootstrap=${LAMBDA_BOOTSTRAP:-}
+  if [ -z "$bootstrap" ]; then
+    say "building the stream worker for this machine (cargo build --release)"
+    cargo build --release -p stream-worker --quiet
+    bootstrap=target/release/stream-worker
+  fi
+  code=$PWD/target/lambda-local/stream-worker
+  mkdir -p "$code"
+  cp "$bootstrap" "$code/bootstrap"
+  # The template as it is, but for where the code is: this machine's build, not the arm64 one.
+  sed "s|CodeUri: target/lambda/stream-worker/|CodeUri: $code/|" template.yaml >target/lambda-local/template.yaml
+  [ "$(grep -c "CodeUri: $code/" target/lambda-local/template.yaml)" = 2 ] ||
+    { echo "deploy-aws: template.yaml's CodeUri lines changed; update the local deploy" >&2; exit 1; }
+  export AWS_REGION=$region AWS_DEFAULT_REGION=$region
+  bucket=sam-artifacts-local
+  .tools/aws/bin/python - "$bucket" <<'PY'
+import sys, boto3
+s3 = boto3.client("s3")
+if sys.argv[1] not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+    s3.create_bucket(Bucket=sys.argv[1])
+PY
+  say "deploying stack ${STACK_NAME:-webhooks} to $AWS_ENDPOINT_URL ($host_arch)"
+  sam deploy --template-file target/lambda-local/template.yaml --stack-name "${STACK_NAME:-webhooks}" \
+    --s3-bucket "$bucket" --region "$region" --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
+    --no-confirm-changeset --no-fail-on-empty-changeset --parameter-overrides \
+    "SinkSecretArn=$SINK_SECRET_ARN" "Architecture=$host_arch" "TableName=${TABLE_NAME:-receipts}"
+  exit 0
+fi
 
 case "$arch" in
   arm64) target_flag=--arm64 ;;

@@ -70,14 +70,11 @@ node_tools() {
   fi
 }
 
-# The DynamoDB-compatible server the tests run, with SigV4 checks (ministack, from PyPI).
+# The DynamoDB-compatible server the tests run, with SigV4 checks (ministack, from PyPI), and
+# beside it the SAM translator, so that its CloudFormation deploys template.yaml as it is (the
+# local AWS of tests/it/deployed.rs). boto3 pinned to ministack's botocore.
 ministack() {
-  local want=1.5.33 venv=.tools/ministack
-  if [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("ministack"))' 2>/dev/null)" != "$want" ]; then
-    log "installing ministack $want"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "ministack==$want"
-  fi
+  venv_tool ministack ministack==1.5.33 aws-sam-translator==1.115.0 boto3==1.43.106
 }
 
 # A Python tool in its own venv under .tools/<name>: `venv_tool <name> <probe module> <pins...>`,

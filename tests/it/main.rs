@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod crm_rules;
+mod deployed;
 mod edge_hostile;
 mod edge_promises;
 mod edge_receiver;

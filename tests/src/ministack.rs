@@ -28,23 +28,38 @@ pub struct AccessKey {
 impl Ministack {
     /// Starts a new instance with signature checks on. Panics if the venv is missing.
     pub fn start() -> Ministack {
+        Ministack::start_with(Some("dynamodb,dynamodbstreams,iam,secretsmanager"))
+    }
+
+    /// A whole local AWS: every service (CloudFormation with the SAM transform, Lambda running
+    /// `provided.al2023` functions as local processes, stream mappings, S3, SQS, ...), IAM
+    /// policies evaluated, and the functions' SDKs pointed back at it.
+    pub fn start_whole_aws() -> Ministack {
+        Ministack::start_with(None)
+    }
+
+    fn start_with(services: Option<&str>) -> Ministack {
         let binary = repo_root().join(".tools/ministack/bin/ministack");
         assert!(binary.exists(), "{} is missing: run `make setup`", binary.display());
         let dir = TempDir::new("ministack");
         let port = free_port();
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .env_remove("AWS_ACCESS_KEY_ID")
             .env_remove("AWS_SECRET_ACCESS_KEY")
             .env("AUTH", "true")
             .env("BIND_HOST", "127.0.0.1")
             .env("GATEWAY_PORT", port.to_string())
-            .env("SERVICES", "dynamodb,dynamodbstreams,iam,secretsmanager")
             .env("TMPDIR", &dir.0)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        match services {
+            Some(services) => command.env("SERVICES", services),
+            // The functions it runs reach it through the SDK's standard variable.
+            None => command.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}")),
+        };
+        let child = command.spawn().unwrap();
         let ministack = Ministack { port, child, _dir: dir };
         let health = format!("{}/_ministack/health", ministack.endpoint());
         wait_until("ministack", 20, || send("GET", &health, &[], b"").is_some_and(|a| a.status == 200));
@@ -162,6 +177,21 @@ impl Ministack {
     /// returns a new access key for it.
     pub fn iam_access_key_without_policy(&self, user: &str) -> AccessKey {
         self.iam(&[("Action", "CreateUser"), ("UserName", user)]);
+        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
+        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    }
+
+    /// A new access key for the one IAM user whose name holds `part` (a stack's `EdgeUser`,
+    /// named `<stack>-EdgeUser-<suffix>` by CloudFormation).
+    pub fn access_key_of_user_named(&self, part: &str) -> AccessKey {
+        let users = self.iam(&[("Action", "ListUsers")]);
+        let names: Vec<&str> = users
+            .split("<UserName>")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</UserName>").map(|(name, _)| name))
+            .filter(|name| name.contains(part))
+            .collect();
+        let [user] = names.as_slice() else { panic!("one IAM user named *{part}*, not {names:?}") };
         let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
         AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
     }
