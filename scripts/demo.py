@@ -149,33 +149,37 @@ def main():
         statuses[status] += 1
         return status
 
+    # What each step must be answered, checked in the verdict: (what, expected, answered).
+    checks = []
+
+    def expect(what, expected, answered):
+        checks.append((what, expected, answered))
+
     ids = [f"{run}_{i}" for i in range(10)]
     print(f"demo: run {run} against {stack['edge_url']}")
     print("  10 new deliveries ...")
-    for submission_id in ids:
-        send(submission_id)
+    expect("10 new deliveries", [202] * 10, [send(submission_id) for submission_id in ids])
     print("  3 sequential retries ...")
-    for submission_id in ids[:3]:
-        send(submission_id)
+    expect("3 retries", [200] * 3, [send(submission_id) for submission_id in ids[:3]])
     print("  20 concurrent copies of one new delivery ...")
     hot = f"{run}_hot"
     body = delivery(hot)
     with concurrent.futures.ThreadPoolExecutor(max_workers=20) as pool:
-        list(pool.map(lambda _: send(hot, body), range(20)))
+        raced = list(pool.map(lambda _: send(hot, body), range(20)))
+    expect("20 racing copies", [200] * 19 + [202], sorted(raced))
     print("  odd but valid: nested 24 levels, odd keys, a number past DynamoDB's range, an ID with / ...")
     deep = "bottom"
     for level in range(21):
         deep = {"k": deep} if level % 2 == 0 else [deep]
     odd_keys = {"": "empty key", "a.b": 1, "#x": 2, "M": {"S": "not a type"}}
     odd = [f"{run}_deep", f"{run}/slash+plus="]
-    send(odd[0], body=delivery(odd[0], extra={"deep": deep, **odd_keys}))
+    expect("odd but valid", [202], [send(odd[0], body=delivery(odd[0], extra={"deep": deep, **odd_keys}))])
     huge = delivery(odd[1]).replace(b'"message": ', b'"big": 1e400, "message": ')
-    send(odd[1], body=huge)
-    send(odd[1], body=huge)
+    expect("a huge number, then its retry", [202, 200], [send(odd[1], body=huge), send(odd[1], body=huge)])
     print("  a wrong idempotency key, a wrong token, the same key with a changed body ...")
-    send(ids[0], key=f"staticforms:form.submitted:{run}_other")
-    send(f"{run}_intruder", token="not-the-token")
-    send(ids[1], body=delivery(ids[1], message="a different message"))
+    expect("a wrong idempotency key", [400], [send(ids[0], key=f"staticforms:form.submitted:{run}_other")])
+    expect("a wrong token", [401], [send(f"{run}_intruder", token="not-the-token")])
+    expect("a changed body", [422], [send(ids[1], body=delivery(ids[1], message="a different message"))])
 
     unique = set(ids) | {hot} | set(odd)
 
@@ -190,6 +194,7 @@ def main():
             statuses[status] += 1
             answers.append(status)
         through[profile] = answers
+        expect(f"{profile}: a delivery, its retry, a changed copy", [202, 200, 422], answers)
         unique.add(identity)
 
     def completed():
@@ -214,9 +219,18 @@ def main():
         print(f"    {profile:<18}{' '.join(str(a) for a in answers):>13}")
     print(f"  {'leads':<30}{len(lead_rows):>5}")
     print(f"  {'unique submissions':<30}{len(unique):>5}")
-    # Every submission: one lead, and its receipt COMPLETED (not merely stored).
+    # Every status as the step provokes it (one 202 per submission, 200 for its copies, 400,
+    # 401, 422 for what is refused).
+    wrong = [(what, expected, answered) for what, expected, answered in checks if expected != answered]
+    for what, expected, answered in wrong:
+        print(f"    {what}: expected {expected}, answered {answered}")
+    print(f"  every status as provoked:     {'yes' if not wrong else 'NO'}")
+    # Every submission: one lead, written once (upsert_count 1: nothing replayed), and its
+    # receipt COMPLETED (not merely stored).
+    once = all(count == 1 for _, count in lead_rows)
+    print(f"  each lead written once:       {'yes' if once else 'NO'}")
     equal = len(lead_rows) == len(unique) == receipts.get("COMPLETED", 0) == sum(receipts.values())
-    equal = equal and all(answers == [202, 200, 422] for answers in through.values())
+    equal = equal and once and not wrong
     print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
     sys.exit(0 if equal else 1)
 
