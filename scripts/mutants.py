@@ -34,6 +34,7 @@ SCOPES = {
             "stream-worker/src/handler.rs",
             "stream-worker/src/receipts.rs",
             "stream-worker/src/sink/*.rs",
+            "stream-worker/src/sink/salesforce/*.rs",
         ],
         "target": 90.0,
     },

@@ -251,6 +251,7 @@ mod tests {
         // A token, the upsert, both again after an expired session, and the upsert once more
         // without an email Salesforce refused; README: 61 s.
         assert_eq!(sink.record_budget(), std::time::Duration::from_secs(61));
+        assert_eq!(sink.field(), "F__c", "the field its refusals are read against");
     }
 
     #[test]
