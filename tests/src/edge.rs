@@ -97,6 +97,22 @@ impl Edge {
         crate::wait_until("the Worker's log lines", 10, || self.logs.lock().unwrap().len() >= at_least);
         self.logs.lock().unwrap().clone()
     }
+
+    /// The log lines of every request so far, which must be exactly `n`: a sentinel request
+    /// (`GET /healthz`, one line of its own) is sent after them, and its line must come next,
+    /// so an extra line an earlier request writes late fails here instead of passing unseen.
+    pub fn logs_exactly(&self, n: usize) -> Vec<String> {
+        let before = self.logs.lock().unwrap().len();
+        assert!(before <= n, "{before} log lines before the sentinel, expected {n}: {:#?}", self.logs(0));
+        assert_eq!(self.request("GET", "/healthz", &[], &[]).status, 200, "the sentinel request");
+        let lines = self.logs(n + 1);
+        assert_eq!(lines.len(), n + 1, "one line per request, then the sentinel's: {lines:#?}");
+        assert!(
+            lines[n].contains("\"outcome\":\"ok\"") && lines[n].contains("\"status\":200"),
+            "the sentinel's line must come right after the {n} requests' lines: {lines:#?}"
+        );
+        lines[..n].to_vec()
+    }
 }
 
 impl Drop for Edge {
