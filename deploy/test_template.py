@@ -208,6 +208,11 @@ class Reconcile(unittest.TestCase):
         self.assertEqual(props["EventInvokeConfig"]["MaximumRetryAttempts"], 0, "the next run is the retry")
         self.assertLessEqual(props["EventInvokeConfig"]["MaximumEventAgeInSeconds"], minutes * 60, "no late runs")
         self.assertNotIn("RECONCILE_SCAN", props["Environment"]["Variables"], "its role may not scan")
+        # One run at a time: a second delivery of the schedule is throttled, not run beside it.
+        self.assertEqual(props["ReservedConcurrentExecutions"], {"Fn::If": ["ReservesReconcile", 1, {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TEMPLATE["Parameters"]["ReconcileConcurrency"]["Default"], "1")
+        self.assertEqual(TEMPLATE["Conditions"]["ReservesReconcile"],
+                         {"Fn::Equals": [{"Ref": "ReconcileConcurrency"}, "1"]})
 
     def test_the_parameter_takes_only_ages_past_the_stream_s(self):
         pattern = TEMPLATE["Parameters"]["ReconcileOlderThan"]["AllowedPattern"]
