@@ -227,10 +227,16 @@ async fn answer(
         .collect();
     let path = parts.uri.path_and_query().map_or_else(|| parts.uri.to_string(), |p| p.as_str().to_owned());
     let request = StubRequest { method: parts.method.as_str().to_owned(), path, headers, body };
-    // A stand-in that panics is a broken test, never a sink's 500 to retry: end the run loudly.
-    let Ok(response) = tokio::task::spawn_blocking(move || handler(request)).await else {
-        eprintln!("a stand-in's handler panicked: stopping the test run");
-        std::process::abort();
+    let response = match tokio::task::spawn_blocking(move || handler(request)).await {
+        Ok(response) => response,
+        // A stand-in that panics is a broken test, never a sink's 500 to retry: end the run
+        // loudly.
+        Err(error) if error.is_panic() => {
+            eprintln!("a stand-in's handler panicked: stopping the test run");
+            std::process::abort();
+        }
+        // The stand-in is stopping (its runtime shuts down): the client gets a 503.
+        Err(_) => StubResponse::json(503, json!({"error": "the stand-in is stopping"})),
     };
     let mut builder = hyper::Response::builder().status(response.status);
     if !response.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) && !response.body.is_empty() {
