@@ -3,7 +3,9 @@
 //! mapping with its filter and partial batch responses, the functions run as local processes
 //! under their roles' policies, the sink's settings in Secrets Manager), the built Worker
 //! signing with a key of the stack's `EdgeUser`, and leads written by the deployed function.
-//! Exactly-once is counted where it happens: in the sink's raw requests.
+//! Exactly-once is counted where it happens: in the sink's raw requests. Only the path that
+//! succeeds is run here: a failing batch (partial batch responses, bisection, the
+//! failed-batches queue) and the deployed reconcile function are not exercised yet.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
