@@ -3,9 +3,18 @@
 //! mapping with its filter and partial batch responses, the functions run as local processes
 //! under their roles' policies, the sink's settings in Secrets Manager), the built Worker
 //! signing with a key of the stack's `EdgeUser`, and leads written by the deployed function.
-//! Exactly-once is counted where it happens: in the sink's raw requests. Only the path that
-//! succeeds is run here: a failing batch (partial batch responses, bisection, the
-//! failed-batches queue) and the deployed reconcile function are not exercised yet.
+//! Exactly-once is counted where it happens: in the sink's raw requests. Then what production
+//! leans on when the sink says no: the deployed reconcile function, invoked under its role,
+//! settles a receipt the stream left waiting; an operator's key redrives a FAILED one through
+//! the deployed mapping; and the functions' EMF lines carry every metric the alarms watch.
+//!
+//! What the local AWS cannot show (README "Deploying"): ministack 1.5.33's
+//! DynamoDB stream mappings ignore `batchItemFailures` and `BisectBatchOnFunctionError` (a
+//! batch the function answers is passed, a batch it fails is retried whole until
+//! `MaximumRecordAgeInSeconds`), so a record the sink refused is not retried by the mapping here
+//! as AWS retries it; the handler's partial batch responses are proven against the Streams
+//! stand-in (`stream_worker.rs`), and the failed-batches queue (reached after an hour) only by
+//! the template test.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -17,6 +26,7 @@ use tests::edge::Edge;
 use tests::ministack::Ministack;
 use tests::senders;
 use tests::stub_http::WebhookStandIn;
+use tests::template::{alarm_metrics, AlarmMetric};
 
 const TABLE: &str = "receipts";
 
@@ -40,8 +50,14 @@ fn deploy(aws: &Ministack, sink_secret_arn: &str) {
     assert!(text.contains("Successfully created/updated stack"), "{text}");
 }
 
-#[test]
-fn every_profile_s_deliveries_become_one_lead_each_through_the_deployed_stack() {
+/// The stack deployed with a webhook sink, and the built Worker signing with the `EdgeUser`'s key.
+struct Deployed {
+    aws: Ministack,
+    sink: WebhookStandIn,
+    edge: Edge,
+}
+
+fn deployed() -> Deployed {
     let aws = Ministack::start_whole_aws();
     let sink = WebhookStandIn::start();
     let settings = json!({"LEAD_SINK": sink.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
@@ -59,6 +75,33 @@ fn every_profile_s_deliveries_become_one_lead_each_through_the_deployed_stack() 
     ];
     bindings.extend(senders::bindings());
     let edge = Edge::start(&bindings);
+    Deployed { aws, sink, edge }
+}
+
+impl Deployed {
+    /// Sends a submission of `profile` once; the edge's status.
+    fn send(&self, profile: Profile, id: &str) -> u16 {
+        let body = senders::body(profile, id, "through the deployed stack");
+        let headers = senders::headers(profile, id, &body, None);
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        self.edge.request("POST", profile.path(), &refs, &body).status
+    }
+
+    fn status(&self, key: &str) -> String {
+        let item = self.aws.get(TABLE, key).unwrap_or_else(|| panic!("no receipt {key}"));
+        item["status"]["S"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The sink's accepted requests for the submission `key`.
+    fn accepted(&self, key: &str) -> usize {
+        let state = self.sink.state.lock().unwrap();
+        state.accepted.iter().filter(|r| r.header("idempotency-key") == Some(key)).count()
+    }
+}
+
+#[test]
+fn every_profile_s_deliveries_become_one_lead_each_through_the_deployed_stack() {
+    let Deployed { aws, sink, edge } = deployed();
 
     // Two submissions per profile, each sent, retried, and sent three more times at once.
     let mut statuses: BTreeMap<String, Vec<u16>> = BTreeMap::new();
@@ -102,4 +145,105 @@ fn every_profile_s_deliveries_become_one_lead_each_through_the_deployed_stack() 
     for (key, ids) in &by_key {
         assert_eq!(ids.len(), 1, "{key}: one request, not {ids:?}");
     }
+}
+
+#[test]
+fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_redrive() {
+    let stack = deployed();
+    let profile = Profile::StaticForms;
+    let (late, _) = senders::keys(profile, "dep-late");
+    let (refused, _) = senders::keys(profile, "dep-refused");
+
+    // The sink is down for one submission: the deployed function tries it, the receipt waits.
+    stack.sink.refuse(&late, 503);
+    assert_eq!(stack.send(profile, "dep-late"), 202);
+    tests::wait_until("the deployed function tried the late lead", 60, || stack.sink.attempts(&late) >= 1);
+    // The sink refuses another one for good (a 400): the function marks it FAILED.
+    stack.sink.refuse(&refused, 400);
+    assert_eq!(stack.send(profile, "dep-refused"), 202);
+    tests::wait_until("the refused receipt FAILED", 60, || stack.status(&refused) == "FAILED");
+    assert_eq!(stack.status(&late), "RECEIVED");
+
+    // Three hours pass for the late receipt (its receivedAt moved back, as the clock would):
+    // past ReconcileOlderThan (2 h), when the stream has given up on it.
+    let three_hours_ago = shared::time::iso8601_millis(tests::now_millis() - 3 * 3600 * 1000);
+    stack.aws.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &json!({"TableName": TABLE, "Key": {"pk": {"S": late}}, "UpdateExpression": "SET receivedAt = :t",
+                "ExpressionAttributeValues": {":t": {"S": three_hours_ago}}}),
+    );
+    // That MODIFY is a waiting receipt too: the function tries it once more, still refused.
+    tests::wait_until("the function saw the late receipt again", 60, || stack.sink.attempts(&late) >= 2);
+    stack.sink.accept(&late);
+    stack.sink.accept(&refused);
+
+    // The schedule's invocation of the deployed reconcile, under its role: it reads the pending
+    // index, the sink's settings from the secret, writes the lead and marks the receipt.
+    let reconcile = stack.aws.function_named("ReconcileFunction");
+    let event = json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
+    let answer = stack.aws.invoke(&reconcile, &event);
+    assert_eq!((answer.status, answer.header("x-amz-function-error")), (200, None), "{}", answer.body);
+    let report = answer.json();
+    assert_eq!((report["overdue"].as_u64(), report["completed"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(stack.status(&late), "COMPLETED");
+    assert_eq!(stack.accepted(&late), 1, "one lead for the late submission");
+
+    // An operator redrives the FAILED one with their own key (its policy: read and update
+    // receipts, nothing more); the deployed mapping takes the reopened receipt to the sink.
+    let operator = stack.aws.operator_access_key("operator", TABLE);
+    let output = Command::new(tests::stream_worker_binary())
+        .args(["receipts", "redrive", "dep-refused", "--wait", "60s", "--json"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", stack.aws.endpoint())
+        .env("AWS_ACCESS_KEY_ID", &operator.id)
+        .env("AWS_SECRET_ACCESS_KEY", &operator.secret)
+        .env("RECEIPTS_TABLE", TABLE)
+        .env("LEAD_SINK", stack.sink.url())
+        .env("WEBHOOK_SINK_SECRET", delivery::signing_secret())
+        .output()
+        .expect("stream-worker runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let redriven: serde_json::Value = serde_json::from_str(&stdout).expect("--json");
+    assert_eq!((redriven[0]["was"].as_str(), redriven[0]["outcome"].as_str()), (Some("FAILED"), Some("completed")));
+    assert_eq!(stack.status(&refused), "COMPLETED");
+    assert_eq!(stack.accepted(&refused), 1, "one lead for the redriven submission");
+
+    // Every metric an alarm on the code's namespace watches was written by a deployed function
+    // (EMF in its log group), with the alarm's dimensions.
+    let emitted = emitted_metrics(&stack.aws.log_lines());
+    let watched = alarm_metrics("WebhookReceiver");
+    assert!(watched.len() >= 2, "the alarms on the code's metrics: {watched:?}");
+    let missing: Vec<&AlarmMetric> =
+        watched.iter().filter(|m| !emitted.contains(&(m.name.clone(), m.dimensions.clone()))).collect();
+    assert!(missing.is_empty(), "alarms on metrics no deployed function wrote: {missing:?}\nwritten: {emitted:?}");
+}
+
+/// The (metric name, dimensions) of every EMF line in `lines` of the namespace the alarms watch.
+fn emitted_metrics(lines: &[(String, String)]) -> BTreeSet<(String, Vec<(String, String)>)> {
+    let mut emitted = BTreeSet::new();
+    for (_, line) in lines {
+        let Ok(object) = serde_json::from_str::<serde_json::Value>(line.trim()) else { continue };
+        for directive in object["_aws"]["CloudWatchMetrics"].as_array().cloned().unwrap_or_default() {
+            if directive["Namespace"] != "WebhookReceiver" {
+                continue;
+            }
+            for set in directive["Dimensions"].as_array().cloned().unwrap_or_default() {
+                let mut dimensions: Vec<(String, String)> = set
+                    .as_array()
+                    .unwrap_or(&Vec::new())
+                    .iter()
+                    .filter_map(|name| name.as_str())
+                    .map(|name| (name.to_owned(), object[name].as_str().unwrap_or_default().to_owned()))
+                    .collect();
+                dimensions.sort();
+                for metric in directive["Metrics"].as_array().cloned().unwrap_or_default() {
+                    emitted.insert((metric["Name"].as_str().unwrap_or_default().to_owned(), dimensions.clone()));
+                }
+            }
+        }
+    }
+    emitted
 }

@@ -19,6 +19,7 @@ pub mod senders;
 pub mod soak;
 pub mod streams_standin;
 pub mod stub_http;
+pub mod template;
 pub mod worker;
 
 use std::net::TcpListener;

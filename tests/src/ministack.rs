@@ -196,6 +196,64 @@ impl Ministack {
         AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
     }
 
+    /// The name of the one Lambda function whose name holds `part` (a stack's
+    /// `ReconcileFunction`, named `<stack>-ReconcileFunction-<suffix>` by CloudFormation).
+    pub fn function_named(&self, part: &str) -> String {
+        let answer = self.rest("GET", "/2015-03-31/functions/", "lambda", b"");
+        assert_eq!(answer.status, 200, "ListFunctions: {}", answer.body);
+        let listed = answer.json();
+        let names: Vec<&str> = listed["Functions"]
+            .as_array()
+            .expect("ListFunctions lists Functions")
+            .iter()
+            .filter_map(|f| f["FunctionName"].as_str())
+            .filter(|name| name.contains(part))
+            .collect();
+        let [name] = names.as_slice() else { panic!("one function named *{part}*, not {names:?}") };
+        (*name).to_owned()
+    }
+
+    /// Invokes the function `name` with `payload` as Lambda's Invoke does (synchronously), as the
+    /// root user; the answer's `X-Amz-Function-Error` header is set when the function failed.
+    pub fn invoke(&self, name: &str, payload: &Value) -> Answer {
+        let path = format!("/2015-03-31/functions/{name}/invocations");
+        self.rest("POST", &path, "lambda", payload.to_string().as_bytes())
+    }
+
+    /// Every log line the functions wrote, per log group (CloudWatch Logs' `FilterLogEvents`).
+    pub fn log_lines(&self) -> Vec<(String, String)> {
+        let groups = self.ok("Logs_20140328.DescribeLogGroups", &json!({}));
+        let mut lines = Vec::new();
+        for group in groups["logGroups"].as_array().cloned().unwrap_or_default() {
+            let name = group["logGroupName"].as_str().expect("a log group's name").to_owned();
+            let mut token: Option<String> = None;
+            loop {
+                let mut request = json!({"logGroupName": name});
+                if let Some(token) = &token {
+                    request["nextToken"] = json!(token);
+                }
+                let page = self.ok("Logs_20140328.FilterLogEvents", &request);
+                for event in page["events"].as_array().cloned().unwrap_or_default() {
+                    lines.push((name.clone(), event["message"].as_str().unwrap_or_default().to_owned()));
+                }
+                match page["nextToken"].as_str() {
+                    Some(next) if token.as_deref() != Some(next) => token = Some(next.to_owned()),
+                    _ => break,
+                }
+            }
+        }
+        lines
+    }
+
+    fn rest(&self, method: &str, path: &str, service: &str, body: &[u8]) -> Answer {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host;x-amz-date, Signature=0"
+        );
+        let headers =
+            [("Content-Type", "application/json"), ("X-Amz-Date", "20260101T000000Z"), ("Authorization", &auth)];
+        send(method, &format!("{}{path}", self.endpoint()), &headers, body).expect("ministack answers")
+    }
+
     /// Adds an inline policy `name` to `user` allowing `action` on `resource`.
     pub fn allow(&self, user: &str, name: &str, action: &str, resource: &str) {
         let policy = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]});

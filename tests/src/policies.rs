@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use serde_yaml_ng::Value as Yaml;
 
 use crate::ministack::table_arn;
+use crate::template::template;
 
 /// A role of `template.yaml` whose statements a test identity gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,12 +81,6 @@ pub fn operator_policy(table: &str) -> Value {
         "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable"],
         "Resource": [table_arn(table), format!("{}/index/*", table_arn(table))]
     }]})
-}
-
-fn template() -> Yaml {
-    let path = crate::repo_root().join("template.yaml");
-    let text = std::fs::read_to_string(&path).expect("template.yaml");
-    serde_yaml_ng::from_str(&text).expect("template.yaml is YAML")
 }
 
 fn strings(value: &Yaml) -> Vec<String> {

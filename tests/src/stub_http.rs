@@ -90,6 +90,8 @@ pub struct WebhookState {
     /// The requests it accepted (answered 200).
     pub accepted: Vec<StubRequest>,
     pub fail_next: FailNext,
+    /// Submissions refused for as long as they are listed: `Idempotency-Key` -> status.
+    pub refusing: std::collections::BTreeMap<String, u16>,
 }
 
 impl WebhookStandIn {
@@ -106,7 +108,9 @@ impl WebhookStandIn {
             if !media_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
                 return StubResponse::json(415, json!({"error": "unsupported_media_type"}));
             }
-            if let Some((status, retry_after)) = state.fail_next.take() {
+            let listed = request.header("idempotency-key").and_then(|key| state.refusing.get(key).copied());
+            if let Some((status, retry_after)) = listed.map(|status| (status, None)).or_else(|| state.fail_next.take())
+            {
                 let error = match status {
                     429 => "rate_limited",
                     500..=599 => "unavailable",
@@ -130,6 +134,22 @@ impl WebhookStandIn {
     /// The URL to configure the webhook sink with.
     pub fn url(&self) -> String {
         format!("{}/leads", self.server.url())
+    }
+
+    /// Answers every POST for the submission `key` (its `Idempotency-Key`) with `status` until
+    /// [`WebhookStandIn::accept`] lifts it.
+    pub fn refuse(&self, key: &str, status: u16) {
+        self.state.lock().unwrap().refusing.insert(key.to_owned(), status);
+    }
+
+    /// Lifts [`WebhookStandIn::refuse`] for `key`.
+    pub fn accept(&self, key: &str) {
+        self.state.lock().unwrap().refusing.remove(key);
+    }
+
+    /// How many requests for the submission `key` reached it, refused ones included.
+    pub fn attempts(&self, key: &str) -> usize {
+        self.state.lock().unwrap().requests.iter().filter(|r| r.header("idempotency-key") == Some(key)).count()
     }
 
     /// Answers the next well-formed POSTs with `failure`.
