@@ -125,12 +125,29 @@ impl HubSpot {
         let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let answer: Value = response.json().await.unwrap_or(Value::Null);
         match status {
-            200 | 201 => answer["results"][0]["id"]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }),
+            200 | 201 => upserted_id(&answer),
             status => Err(classify_upsert_answer(object, status, &answer, retry_after.as_deref())),
         }
+    }
+}
+
+/// The record ID in a batch upsert's 200 or 201: its one result's `id`. An answer without one
+/// is retried (`sink_unexpected_answer`): the write may not have happened, and the upsert is
+/// keyed, so trying again is harmless.
+pub fn upserted_id(answer: &Value) -> Result<String, SinkError> {
+    answer["results"][0]["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None })
+}
+
+/// An association call's failure: a refusal HubSpot would call permanent is retried as
+/// `sink_association_failed` (the ticket and contact exist; a lead without its contact is not
+/// done), and a retryable one stays as it is.
+pub fn association_error(error: SinkError) -> SinkError {
+    match error {
+        SinkError::Permanent { .. } => SinkError::Retryable { reason: "sink_association_failed", retry_after: None },
+        retryable => retryable,
     }
 }
 
@@ -302,12 +319,7 @@ impl HubSpot {
     /// HubSpot's, not this lead's, and the replay will associate them.
     async fn associate(&self, ticket: &str, contact: &str) -> Result<(), SinkError> {
         let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/default/contacts/{contact}", self.base_url);
-        send(self.client.put(url).bearer_auth(&self.token)).await.map_err(|e| match e {
-            SinkError::Permanent { .. } => {
-                SinkError::Retryable { reason: "sink_association_failed", retry_after: None }
-            }
-            retryable => retryable,
-        })?;
+        send(self.client.put(url).bearer_auth(&self.token)).await.map_err(association_error)?;
         Ok(())
     }
 }
@@ -355,6 +367,25 @@ impl LeadSink for HubSpot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upsert_answer_without_an_id_is_retried_and_one_with_an_id_gives_it() {
+        let answer = json!({"status": "COMPLETE", "results": [{"id": "512", "new": true}]});
+        assert_eq!(upserted_id(&answer), Ok("512".to_owned()));
+        let unexpected = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
+        for odd in [json!({"results": []}), json!({"results": [{"id": 512}]}), json!(null), json!({"id": "512"})] {
+            assert_eq!(upserted_id(&odd), Err(unexpected.clone()), "{odd}");
+        }
+    }
+
+    #[test]
+    fn a_refused_association_is_retried_never_given_up() {
+        let retried = SinkError::Retryable { reason: "sink_association_failed", retry_after: None };
+        assert_eq!(association_error(SinkError::Permanent { reason: "sink_rejected" }), retried);
+        let throttled =
+            SinkError::Retryable { reason: "sink_rate_limited", retry_after: Some(std::time::Duration::from_secs(10)) };
+        assert_eq!(association_error(throttled.clone()), throttled, "a retryable failure keeps its reason and pause");
+    }
 
     #[test]
     fn only_error_codes_decide_never_messages() {

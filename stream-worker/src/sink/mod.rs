@@ -196,6 +196,66 @@ mod tests {
         assert!(RECEIPT_UPDATE_BUDGET > 2 * DYNAMODB_OPERATION_TIMEOUT, "a read and the update, with a margin");
     }
 
+    /// The sinks the configuration builds, none of them called (no network needed).
+    async fn every_sink() -> Vec<(&'static str, Sink)> {
+        let configs = [
+            ("sqlite", SinkConfig::Sqlite { path: ":memory:".into() }),
+            (
+                "hubspot",
+                SinkConfig::HubSpot {
+                    token: "pat-test".into(),
+                    base_url: "http://127.0.0.1:9".into(),
+                    id_property: "submission_id".into(),
+                    pipeline: "0".into(),
+                    stage: "1".into(),
+                },
+            ),
+            (
+                "salesforce",
+                SinkConfig::Salesforce {
+                    instance_url: "http://127.0.0.1:9".into(),
+                    client_id: "id".into(),
+                    client_secret: "secret".into(),
+                    api_version: "62.0".into(),
+                    external_id_field: "Submission_Id__c".into(),
+                },
+            ),
+            (
+                "webhook",
+                SinkConfig::Webhook {
+                    url: "http://127.0.0.1:9/leads".into(),
+                    secret: shared::secret::SigningSecret::plain("whsec-test").unwrap(),
+                },
+            ),
+        ];
+        let mut sinks = Vec::new();
+        for (name, config) in configs {
+            sinks.push((name, Sink::connect(&config).await.unwrap()));
+        }
+        sinks
+    }
+
+    #[tokio::test]
+    async fn hubspot_takes_one_record_at_a_time_and_each_sink_keeps_its_own_budget() {
+        for (name, sink) in every_sink().await {
+            let (concurrency, budget) = (sink.concurrency(), sink.record_budget());
+            let expected = match &sink {
+                Sink::HubSpot(inner) => (1, inner.record_budget()),
+                Sink::Salesforce(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
+                Sink::Sql(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
+                Sink::Webhook(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
+            };
+            assert_eq!((concurrency, budget), expected, "{name}");
+        }
+        // The budgets differ (five calls for the CRMs, one for a webhook), so dispatching one
+        // sink's budget for another's is seen.
+        let budgets: Vec<Duration> = every_sink().await.iter().map(|(_, s)| s.record_budget()).collect();
+        assert_eq!(budgets[1], 5 * http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "hubspot");
+        assert_eq!(budgets[2], 5 * http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "salesforce");
+        assert_eq!(budgets[3], http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "webhook");
+        assert!(budgets[0] > budgets[3], "sqlite: a connect and two statements");
+    }
+
     #[test]
     fn fit_cuts_by_characters_and_marks_the_cut() {
         assert_eq!(fit("ab", 2), "ab");
