@@ -374,7 +374,7 @@ mod tests {
         assert_eq!(upserted_id(&answer), Ok("512".to_owned()));
         let unexpected = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
         for odd in [json!({"results": []}), json!({"results": [{"id": 512}]}), json!(null), json!({"id": "512"})] {
-            assert_eq!(upserted_id(&odd), Err(unexpected.clone()), "{odd}");
+            assert_eq!(upserted_id(&odd), Err(unexpected), "{odd}");
         }
     }
 
@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(association_error(SinkError::Permanent { reason: "sink_rejected" }), retried);
         let throttled =
             SinkError::Retryable { reason: "sink_rate_limited", retry_after: Some(std::time::Duration::from_secs(10)) };
-        assert_eq!(association_error(throttled.clone()), throttled, "a retryable failure keeps its reason and pause");
+        assert_eq!(association_error(throttled), throttled, "a retryable failure keeps its reason and pause");
     }
 
     #[test]
