@@ -14,8 +14,9 @@ test: setup
 build-edge: setup
 	scripts/build-edge.sh
 
-# Mutation testing: every mutant of shared and of the stream worker's decision code, against
-# the tests that cover it; the summary lands in target/mutants/summary.md (README "Testing").
+# Mutation testing: every mutant of shared, the stream worker and the edge's configuration and
+# signer, against the tests that cover them; the summary lands in target/mutants/summary.md
+# (README "Testing"). make test runs the mutants of the change since CI last passed.
 mutants: setup
 	python3 scripts/mutants.py
 

@@ -70,8 +70,10 @@ step "browser tests (headless Chromium)"
   cargo test -p edge --no-default-features --target wasm32-unknown-unknown
 } 2>&1 | tee "$out/browser.log"
 
-step "mutants of the last change (make mutants runs them all)"
-python3 scripts/mutants.py --in-diff "${MUTANTS_BASE:-HEAD~1}" 2>&1 | tee "$out/mutants.log"
+step "mutants of the change since CI last passed (.ci/verified; make mutants runs them all)"
+base=(--since-verified)
+[ -z "${MUTANTS_BASE:-}" ] || base=(--in-diff "$MUTANTS_BASE")
+python3 scripts/mutants.py "${base[@]}" 2>&1 | tee "$out/mutants.log"
 
 step "quick start: make dev, then make demo, then stop (own ports and state folder)"
 scripts/smoke-dev.sh 2>&1 | tee "$out/smoke.log"

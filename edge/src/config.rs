@@ -301,6 +301,37 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn loopback_authorities_are_exactly_this_machine_s() {
+        for local in
+            ["127.0.0.1", "127.0.0.1:4566", "127.1.2.3:65535", "localhost:1", "LOCALHOST", "[::1]:8000", "[::1]"]
+        {
+            assert!(is_loopback_authority(local), "{local}");
+        }
+        for other in [
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:x",
+            "127.0.0.0001:4566",
+            "127..0.1",
+            "127.0.0",
+            "128.0.0.1",
+            "[::1]x",
+            "[::2]:1",
+            "localhost.example",
+        ] {
+            assert!(!is_loopback_authority(other), "{other}");
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn credentials_print_their_key_id_and_never_the_secret() {
+        let credentials = load(&minimal()).unwrap().credentials;
+        let printed = format!("{credentials:?}");
+        assert!(printed.starts_with("AwsCredentials") && printed.contains("AKIDEXAMPLE"), "{printed}");
+        assert!(!printed.contains("\"secret\""), "{printed}");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn every_setting() {
         let mut vars = minimal();
         vars.extend([

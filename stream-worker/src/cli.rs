@@ -1,22 +1,15 @@
-//! The command line: what to run, from the arguments, with a usage text for anything else.
+//! The command line (clap): what to run, from the arguments; `--help` and every mistake get
+//! clap's usage text.
 
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
 use shared::profile::Profile;
 use shared::receipt::ReceiptStatus;
 
-/// The usage text, printed with every argument error.
-pub const USAGE: &str = "\
-usage:
-  stream-worker                                  run as the Lambda function
-  stream-worker poll                             poll the table's stream (local mode)
-  stream-worker reconcile --older-than <age> [--scan] [--force] [--json]
-                                                 settle receipts still RECEIVED after <age>
-                                                 (over 1h, the stream's maximum record age,
-                                                 unless --force)
-  stream-worker receipts list [--status RECEIVED|COMPLETED|FAILED] [--since <time|age>] [--json]
-  stream-worker receipts show <submissionId> [--profile <name>] [--payload] [--json]
-  stream-worker receipts redrive (<submissionId> [--profile <name>] | --status FAILED) [--wait <age>] [--force] [--json]
+/// What `--help` says after the commands and options.
+const AFTER_HELP: &str = "\
 <age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
 (2026-11-30T06:00:00Z); <name>: the sender profile (staticforms, the default, standard-webhooks,
 typeform, tally). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
@@ -56,81 +49,112 @@ pub enum RedriveTarget {
     AllFailed,
 }
 
-/// Reads the arguments (without the program name); the error says what is wrong.
-pub fn parse(args: &[String]) -> Result<Command, String> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (command, rest) = match words.as_slice() {
-        [] => return Ok(Command::Lambda),
-        ["poll"] => return Ok(Command::Poll),
-        ["reconcile", rest @ ..] => ("reconcile", rest),
-        ["receipts", "list", rest @ ..] => ("list", rest),
-        ["receipts", "show", rest @ ..] => ("show", rest),
-        ["receipts", "redrive", rest @ ..] => ("redrive", rest),
-        [first, ..] => return Err(format!("unknown command {first:?}")),
-    };
-    let mut options = Options::default();
-    let mut positional = Vec::new();
-    let mut it = rest.iter();
-    while let Some(word) = it.next() {
-        let mut value = |name: &str| it.next().map(|v| (*v).to_owned()).ok_or(format!("{name} needs a value"));
-        match *word {
-            "--json" => options.json = true,
-            "--scan" if command == "reconcile" => options.scan = true,
-            "--payload" if command == "show" => options.payload = true,
-            "--force" if command == "redrive" || command == "reconcile" => options.force = true,
-            "--older-than" if command == "reconcile" => options.older_than = Some(age(&value(word)?)?),
-            "--wait" if command == "redrive" => options.wait = Some(age(&value(word)?)?),
-            "--status" if command == "list" || command == "redrive" => options.status = Some(status(&value(word)?)?),
-            "--since" if command == "list" => options.since = Some(since(&value(word)?)?),
-            "--profile" if command == "show" || command == "redrive" => {
-                let name = value(word)?;
-                let known = Profile::parse(&name).ok_or(format!("{name:?} is not a sender profile"))?;
-                options.profile = Some(known);
-            }
-            option if option.starts_with("--") => return Err(format!("{option} is not an option of {command}")),
-            word => positional.push(word.to_owned()),
-        }
-    }
-    let json = options.json;
-    let (wait, force) = (options.wait.unwrap_or(REDRIVE_WAIT), options.force);
-    let profile = options.profile.unwrap_or(Profile::StaticForms);
-    match (command, positional.as_slice()) {
-        ("reconcile", []) => match options.older_than {
-            Some(older_than) => {
-                if !force {
-                    reconcile_age(older_than).map_err(|why| format!("--older-than: {why}; or add --force"))?;
-                }
-                Ok(Command::Reconcile { older_than, scan: options.scan, json })
-            }
-            None => Err("reconcile needs --older-than <age>".into()),
-        },
-        ("list", []) => Ok(Command::List { status: options.status, since: options.since, json }),
-        ("show", [id]) => Ok(Command::Show { profile, submission_id: id.clone(), payload: options.payload, json }),
-        ("show", _) => Err("receipts show needs one submission ID".into()),
-        ("redrive", [id]) if options.status.is_none() => {
-            Ok(Command::Redrive { target: RedriveTarget::One(profile, id.clone()), wait, force, json })
-        }
-        ("redrive", []) if options.profile.is_some() => Err("--profile goes with one submission ID".into()),
-        ("redrive", []) => match options.status {
-            Some(ReceiptStatus::Failed) => Ok(Command::Redrive { target: RedriveTarget::AllFailed, wait, force, json }),
-            Some(_) => Err("receipts redrive --status takes only FAILED".into()),
-            None => Err("receipts redrive needs a submission ID or --status FAILED".into()),
-        },
-        (_, extra) => Err(format!("unexpected argument(s): {}", extra.join(" "))),
-    }
+/// The command line as clap reads it.
+#[derive(Parser, Debug)]
+#[command(
+    name = "stream-worker",
+    about = "Turns receipts into leads: the Lambda function (no arguments), the local poller, and the operator's commands.",
+    after_help = AFTER_HELP
+)]
+struct Arguments {
+    #[command(subcommand)]
+    command: Option<Top>,
 }
 
-#[derive(Default)]
-struct Options {
-    json: bool,
-    scan: bool,
-    payload: bool,
-    force: bool,
-    older_than: Option<Duration>,
-    wait: Option<Duration>,
-    status: Option<ReceiptStatus>,
-    since: Option<Since>,
-    profile: Option<Profile>,
+#[derive(Subcommand, Debug)]
+enum Top {
+    /// Poll the table's stream (local mode).
+    Poll,
+    /// Settle receipts still RECEIVED after <age> (over 1h, the stream's maximum record age,
+    /// unless --force).
+    Reconcile {
+        #[arg(long, value_name = "age", value_parser = age)]
+        older_than: Duration,
+        /// Scan the table instead of querying the pending index.
+        #[arg(long)]
+        scan: bool,
+        /// Take an age within the stream's maximum record age.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read and repair receipts.
+    Receipts {
+        #[command(subcommand)]
+        command: Receipts,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum Receipts {
+    /// List receipts, newest first.
+    List {
+        #[arg(long, value_name = "RECEIVED|COMPLETED|FAILED", value_parser = status)]
+        status: Option<ReceiptStatus>,
+        #[arg(long, value_name = "time|age", value_parser = since)]
+        since: Option<Since>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one submission's receipt.
+    Show {
+        #[arg(value_name = "submissionId")]
+        submission_id: String,
+        #[arg(long, value_name = "name", value_parser = profile, default_value = "staticforms")]
+        profile: Profile,
+        /// Include the submission's payload (form contents).
+        #[arg(long)]
+        payload: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reopen one submission's receipt, or every FAILED one, for the stream.
+    Redrive {
+        #[arg(value_name = "submissionId", required_unless_present = "status", conflicts_with = "status")]
+        submission_id: Option<String>,
+        #[arg(long, value_name = "name", value_parser = profile, conflicts_with = "status")]
+        profile: Option<Profile>,
+        #[arg(long, value_name = "FAILED", value_parser = failed_only)]
+        status: Option<ReceiptStatus>,
+        #[arg(long, value_name = "age", value_parser = age, default_value = "60s")]
+        wait: Duration,
+        /// Settle a RECEIVED receipt even while the stream may still retry it.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Reads the arguments (without the program name). The error is clap's: `--help` and a
+/// mistake alike, printed and exited with by [`clap::Error::exit`].
+pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
+    let words = std::iter::once("stream-worker").chain(args.iter().map(String::as_str));
+    let Some(top) = Arguments::try_parse_from(words)?.command else { return Ok(Command::Lambda) };
+    Ok(match top {
+        Top::Poll => Command::Poll,
+        Top::Reconcile { older_than, scan, force, json } => {
+            if !force {
+                reconcile_age(older_than).map_err(|why| {
+                    Arguments::command()
+                        .error(ErrorKind::ValueValidation, format!("--older-than: {why}; or add --force"))
+                })?;
+            }
+            Command::Reconcile { older_than, scan, json }
+        }
+        Top::Receipts { command: Receipts::List { status, since, json } } => Command::List { status, since, json },
+        Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json } } => {
+            Command::Show { profile, submission_id, payload, json }
+        }
+        Top::Receipts { command: Receipts::Redrive { submission_id, profile, status: _, wait, force, json } } => {
+            let target = match submission_id {
+                Some(id) => RedriveTarget::One(profile.unwrap_or(Profile::StaticForms), id),
+                None => RedriveTarget::AllFailed,
+            };
+            Command::Redrive { target, wait, force, json }
+        }
+    })
 }
 
 /// Refuses a reconcile age within the stream's maximum record age: the stream may still retry
@@ -148,7 +172,8 @@ pub fn reconcile_age(older_than: Duration) -> Result<(), String> {
     Ok(())
 }
 
-/// How long `receipts redrive` waits for the stream to settle a reopened receipt by default.
+/// How long `receipts redrive` waits for the stream to settle a reopened receipt by default
+/// (the `--wait` default above).
 pub const REDRIVE_WAIT: Duration = Duration::from_secs(60);
 
 /// `90s`, `15m`, `2h`, `7d` (`0s` too).
@@ -170,6 +195,19 @@ pub fn age(text: &str) -> Result<Duration, String> {
 fn status(text: &str) -> Result<ReceiptStatus, String> {
     ReceiptStatus::parse(&text.to_ascii_uppercase())
         .ok_or_else(|| format!("{text:?} is not a status: RECEIVED, COMPLETED or FAILED"))
+}
+
+/// `receipts redrive --status`: only `FAILED` (a COMPLETED receipt is done; a RECEIVED one is
+/// the stream's, or `--force` of one submission).
+fn failed_only(text: &str) -> Result<ReceiptStatus, String> {
+    match status(text)? {
+        ReceiptStatus::Failed => Ok(ReceiptStatus::Failed),
+        _ => Err(format!("receipts redrive --status takes only FAILED, not {text:?}")),
+    }
+}
+
+fn profile(name: &str) -> Result<Profile, String> {
+    Profile::parse(name).ok_or(format!("{name:?} is not a sender profile"))
 }
 
 /// An ISO-8601 UTC time (`2026-11-30`, `2026-11-30T06:00:00Z`, with milliseconds or not), or
@@ -207,12 +245,22 @@ mod tests {
         line.split_whitespace().map(str::to_owned).collect()
     }
 
+    /// `parse`, its error as the text clap prints.
+    fn parse(args: &[String]) -> Result<Command, String> {
+        super::parse(args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn clap_s_own_checks_of_the_definition_pass() {
+        Arguments::command().debug_assert();
+    }
+
     #[test]
     fn reconcile_never_takes_a_receipt_the_stream_still_retries_unless_forced() {
         for age in ["15m", "1h", "3600s", "60m"] {
             let refused = parse(&args(&format!("reconcile --older-than {age}")));
             assert!(
-                refused.as_ref().is_err_and(|e| e.starts_with("--older-than: ") && e.contains("--force")),
+                refused.as_ref().is_err_and(|e| e.starts_with("error: --older-than: ") && e.contains("--force")),
                 "{age}: {refused:?}"
             );
         }
@@ -290,22 +338,24 @@ mod tests {
     #[test]
     fn mistakes_say_what_is_wrong() {
         for (line, expected) in [
-            ("reconcile", "needs --older-than"),
+            ("reconcile", "required arguments were not provided:\n  --older-than <age>"),
             ("reconcile --older-than soon", "is not an age"),
             ("reconcile --older-than 5w", "is not an age"),
-            ("reconcile --payload", "not an option of reconcile"),
-            ("receipts show", "one submission ID"),
-            ("receipts show a b", "one submission ID"),
+            ("reconcile --payload", "unexpected argument '--payload'"),
+            ("receipts show", "required arguments were not provided:\n  <submissionId>"),
+            ("receipts show a b", "unexpected argument 'b'"),
             ("receipts list --status LOST", "is not a status"),
             ("receipts list --since yesterday", "neither an ISO-8601"),
-            ("receipts redrive", "needs a submission ID"),
+            ("receipts redrive", "required arguments were not provided:\n  <submissionId>"),
             ("receipts redrive --status COMPLETED", "takes only FAILED"),
-            ("receipts list extra", "unexpected argument"),
-            ("receipts list --status", "needs a value"),
+            ("receipts redrive s --status FAILED", "cannot be used with"),
+            ("receipts list extra", "unexpected argument 'extra'"),
+            ("receipts list --status", "a value is required for '--status"),
             ("receipts show s --profile typeforms", "is not a sender profile"),
-            ("receipts list --profile tally", "not an option of list"),
-            ("receipts redrive --status FAILED --profile tally", "goes with one submission ID"),
-            ("deploy", "unknown command"),
+            ("receipts list --profile tally", "unexpected argument '--profile'"),
+            ("receipts redrive --status FAILED --profile tally", "cannot be used with '--profile <name>'"),
+            ("receipts redrive --wait 0s", "required arguments were not provided:\n  <submissionId>"),
+            ("deploy", "unrecognized subcommand 'deploy'"),
         ] {
             let error = parse(&args(line)).expect_err(line);
             assert!(error.contains(expected), "{line}: {error}");
@@ -319,5 +369,24 @@ mod tests {
         assert!(age("").is_err() && age("m").is_err() && age("99999999999999999999d").is_err());
         assert_eq!(Since::Ago(Duration::from_secs(60)).cutoff(1_796_019_713_123), "2026-11-30T06:20:53.123Z");
         assert_eq!(Since::At("2026-11-30".into()).cutoff(0), "2026-11-30");
+        assert_eq!(since("2026-11-30"), Ok(Since::At("2026-11-30".into())));
+        assert_eq!(since("2026-11-30T06:00:00.123Z"), Ok(Since::At("2026-11-30T06:00:00.123".into())));
+        // Each part of the form matters: digits where digits go, the dashes, the T and the Z.
+        for bad in [
+            "2026-11-3",
+            "2026-11-3x",
+            "x026-11-30",
+            "2026x11-30",
+            "2026-1x-30",
+            "2026-11x30",
+            "20261130",
+            "2026-11-30T06:00:00",
+            "2026-11-30X06:00:00Z",
+            "2026-11-30T0x:00:00Z",
+            "2026-11-30T06Z",
+            "2026-11-30 ",
+        ] {
+            assert!(since(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -336,5 +336,38 @@ mod tests {
         let config =
             load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "hubspot"), ("HUBSPOT_TOKEN", "pat-na1-secret")]).unwrap();
         assert!(!format!("{config:?}").contains("pat-na1-secret"));
+        // What is printed instead: the kind, and a SQLite path (no secret in it).
+        assert!(format!("{:?}", config.sink).starts_with("HubSpot([redacted])"));
+        let sqlite = load(&[("RECEIPTS_TABLE", "r"), ("LEAD_SINK", "sqlite:///tmp/leads.db")]).unwrap();
+        assert_eq!(format!("{:?}", sqlite.sink), "Sqlite(/tmp/leads.db)");
+    }
+
+    #[test]
+    fn a_salesforce_api_version_is_digits_and_dots_from_52() {
+        let version = |v: &str| {
+            sink(&[
+                ("LEAD_SINK", "salesforce"),
+                ("SALESFORCE_INSTANCE_URL", "https://x"),
+                ("SALESFORCE_CLIENT_ID", "i"),
+                ("SALESFORCE_CLIENT_SECRET", "s"),
+                ("SALESFORCE_API_VERSION", v),
+            ])
+            .map_err(|e| e.0)
+            .map(|_| ())
+        };
+        for bad in ["62.", "62..0", ".62", "62.x", "62.0a"] {
+            assert_eq!(version(bad), Err("SALESFORCE_API_VERSION"), "{bad:?}");
+        }
+        assert_eq!(version("62"), Ok(()));
+    }
+
+    #[test]
+    fn an_http_url_is_https_or_a_local_http_one_with_something_after_the_scheme() {
+        for good in ["https://x", "https://crm.example.com/leads", "http://127.0.0.1:9/x", "http://localhost/x"] {
+            assert!(is_http_url(good), "{good}");
+        }
+        for bad in ["https://", "http://", "https://a b", "https://x\t", "http://example.com/x", "ftp://x", "x"] {
+            assert!(!is_http_url(bad), "{bad:?}");
+        }
     }
 }

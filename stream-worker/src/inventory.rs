@@ -56,10 +56,12 @@ fn operate_error<E, R>(table: &str, error: &SdkError<E, R>) -> OperateError
 where
     E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
 {
-    let code = match error.as_service_error() {
-        Some(service) => service.code().unwrap_or("unknown").to_owned(),
-        None => return OperateError::Store { code: "unreachable".into() },
-    };
+    error_of_code(table, error.as_service_error().map(|service| service.code().unwrap_or("unknown")))
+}
+
+/// What the store's error code (`None`: no answer) means for the operator.
+fn error_of_code(table: &str, code: Option<&str>) -> OperateError {
+    let Some(code) = code.map(str::to_owned) else { return OperateError::Store { code: "unreachable".into() } };
     match code.as_str() {
         "ResourceNotFoundException" => OperateError::NoSuchTable { table: table.to_owned() },
         "AccessDeniedException"
@@ -259,4 +261,46 @@ pub enum Reopen {
     Changed,
     /// It is past its expiry: TTL's to delete, not to bring back.
     Expired,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_s_error_codes_say_what_the_operator_must_check() {
+        let table = "receipts";
+        assert_eq!(
+            error_of_code(table, Some("ResourceNotFoundException")),
+            OperateError::NoSuchTable { table: table.into() }
+        );
+        for code in [
+            "AccessDeniedException",
+            "UnrecognizedClientException",
+            "InvalidSignatureException",
+            "ExpiredTokenException",
+            "MissingAuthenticationTokenException",
+        ] {
+            assert_eq!(
+                error_of_code(table, Some(code)),
+                OperateError::AccessDenied { table: table.into(), code: code.into() }
+            );
+        }
+        assert_eq!(
+            error_of_code(table, Some("ThrottlingException")),
+            OperateError::Store { code: "ThrottlingException".into() }
+        );
+        assert_eq!(error_of_code(table, None), OperateError::Store { code: "unreachable".into() });
+
+        let said = |error: OperateError| error.to_string();
+        assert!(said(error_of_code(table, Some("ResourceNotFoundException")))
+            .contains("check RECEIPTS_TABLE and AWS_REGION"));
+        assert!(said(OperateError::NoIndex { table: table.into() }).contains("or use reconcile --scan"));
+        assert_eq!(
+            said(error_of_code(table, Some("ExpiredTokenException"))),
+            "the AWS credentials may not do this on table \"receipts\" (ExpiredTokenException)"
+        );
+        assert!(said(OperateError::UnknownSubmission { submission_id: "s1".into() }).contains("\"s1\""));
+        assert!(said(error_of_code(table, None)).contains("unreachable"));
+    }
 }

@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail};
 use aws_lambda_events::event::dynamodb::Event;
 use lambda_runtime::{service_fn, LambdaEvent};
 use shared::receipt::ReceiptStatus;
-use stream_worker::cli::{self, Command, RedriveTarget, USAGE};
+use stream_worker::cli::{self, Command, RedriveTarget};
 use stream_worker::config::Config;
 use stream_worker::handler::Handler;
 use stream_worker::metrics::now_millis;
@@ -28,11 +28,8 @@ const RECONCILE_OLDER_THAN: &str = "2h";
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if matches!(args.first().map(String::as_str), Some("--help" | "-h" | "help")) {
-        eprintln!("{USAGE}");
-        return Ok(());
-    }
-    let command = cli::parse(&args).map_err(|why| anyhow!("{why}\n\n{USAGE}"))?;
+    // `--help` prints and exits 0; a mistake prints what is wrong and the usage, and exits 2.
+    let command = cli::parse(&args).unwrap_or_else(|error| error.exit());
     // Every DynamoDB call ends within its timeout, so a record's time can be budgeted.
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .operation_timeout(stream_worker::sink::DYNAMODB_OPERATION_TIMEOUT)

@@ -137,4 +137,33 @@ mod tests {
         assert_eq!(lines[2]["reason"], "sink_unavailable");
         assert_eq!(lines[2]["RecordsRetried"], 1);
     }
+
+    #[test]
+    fn tallies_add_up_every_count_and_reason() {
+        let mut first = Tally::default();
+        first.settled("completed", None);
+        first.settled("failed", Some("sink_rejected"));
+        first.retry("sink_unavailable");
+        let mut second = Tally::default();
+        for _ in 0..2 {
+            second.settled("completed", None);
+            second.settled("already_finished", None);
+            second.settled("skipped", None);
+            second.settled("failed", Some("sink_rejected"));
+            second.retry("sink_unavailable");
+        }
+        second.settled("failed", None);
+        second.retry("sink_rate_limited");
+        first.add(&second);
+        assert_eq!((first.written, first.absorbed, first.skipped), (3, 2, 2));
+        assert_eq!((first.failed["sink_rejected"], first.failed["unknown"]), (3, 1));
+        assert_eq!((first.retried["sink_unavailable"], first.retried["sink_rate_limited"]), (3, 1));
+        assert_eq!((first.failed_total(), first.retried_total()), (4, 4));
+        assert_eq!((Tally::default().failed_total(), Tally::default().retried_total()), (0, 0));
+    }
+
+    #[test]
+    fn now_is_after_this_code_was_written() {
+        assert!(now_millis() > 1_796_019_713_000, "epoch milliseconds of 2026-11-30");
+    }
 }

@@ -33,6 +33,11 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
+    /// A run's report before it settles anything: `overdue` receipts found.
+    pub fn of(overdue: u64) -> ReconcileReport {
+        ReconcileReport { overdue, ..ReconcileReport::default() }
+    }
+
     /// Receipts the run left waiting: retried ones and ones it did not reach.
     pub fn still_waiting(&self) -> u64 {
         self.tally.retried_total() + self.not_reached
@@ -90,7 +95,7 @@ pub async fn reconcile<S: LeadSink + Sync>(
 ) -> Result<ReconcileReport, OperateError> {
     let keys =
         if scan { handler.receipts.overdue_by_scan(cutoff).await? } else { handler.receipts.overdue(cutoff).await? };
-    let mut report = ReconcileReport { overdue: keys.len() as u64, ..ReconcileReport::default() };
+    let mut report = ReconcileReport::of(keys.len() as u64);
     let budget = handler.sink.record_budget();
     for (done, key) in keys.iter().enumerate() {
         if deadline.is_some_and(|deadline| Instant::now() + budget > deadline) {
@@ -372,6 +377,21 @@ fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_begins_with_what_was_found_and_nothing_settled() {
+        let report = ReconcileReport::of(5);
+        assert_eq!((report.overdue, report.not_reached, report.still_waiting()), (5, 0, 0));
+        assert_eq!(report.to_json()["overdue"], 5);
+    }
+
+    #[test]
+    fn shorten_keeps_a_table_cell_to_its_width_and_one_line() {
+        assert_eq!(shorten("abc", 3), "abc");
+        assert_eq!(shorten("abcd", 3), "ab…", "max characters, the mark included");
+        assert_eq!(shorten("a\nb", 4), "a\\nb", "escaped, so one line");
+        assert_eq!(shorten("a\nb", 3), "a\\…");
+    }
     use shared::dynamo::AttributeValue;
     use shared::key::expected_key;
 

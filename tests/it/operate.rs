@@ -355,9 +355,12 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(stderr(&denied).contains("may not do this on table \"receipts\" (AccessDenied"), "{}", stderr(&denied));
 
     let usage = w.run(&["receipts", "show"]);
-    assert!(!usage.status.success());
-    assert!(stderr(&usage).contains("needs one submission ID") && stderr(&usage).contains("usage:"));
-    assert!(w.run(&["--help"]).status.success());
+    assert_eq!(usage.status.code(), Some(2), "a usage error");
+    assert!(stderr(&usage).contains("<submissionId>") && stderr(&usage).contains("Usage: stream-worker receipts show"));
+    let help = w.run(&["--help"]);
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("reconcile") && help.contains("receipts") && help.contains("<age>:"), "{help}");
     let reconcile = w.run_with(&["reconcile", "--force", "--older-than", "1m"], &[("LEAD_SINK", "")]);
     assert!(!reconcile.status.success());
     assert!(stderr(&reconcile).contains("LEAD_SINK"), "reconcile needs the sink: {}", stderr(&reconcile));
