@@ -125,13 +125,19 @@ def ensure_history(base: str) -> bool:
 def change_since(base: str, scopes: dict, budget: int) -> tuple[list[str], dict] | None:
     """cargo-mutants arguments selecting the mutants changed since `base` (a sample of about
     `budget` when there are more), and how many each scope has; None when nothing changed."""
-    diff = subprocess.run(["git", "diff", base, "--", *CHANGED], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # Plain a/ b/ prefixes whatever the user's git configuration (cargo-mutants reads b/ paths;
+    # with diff.mnemonicPrefix it would find nothing and pass).
+    plain = ["--no-ext-diff", "--no-color", "--src-prefix=a/", "--dst-prefix=b/"]
+    diff = subprocess.run(["git", "diff", *plain, base, "--", *CHANGED], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
     if not diff.strip():
         return None
     (OUT / "change.diff").write_text(diff)
     extra = ["--in-diff", str(OUT / "change.diff")]
     counts = {name: listed(scope, extra) for name, scope in scopes.items()}
     total = sum(counts.values())
+    files = sorted({line[6:] for line in diff.splitlines() if line.startswith("+++ b/") and line.endswith(".rs")})
+    print(f"mutants: the change since {base} touches {len(files)} Rust file(s): {', '.join(files) or 'none'}")
     if total > budget:
         # One round-robin shard of n: every n-th mutant of each scope, the offset chosen by
         # HEAD, so successive commits sample different mutants of a long change.

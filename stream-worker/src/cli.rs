@@ -12,7 +12,8 @@ use shared::receipt::ReceiptStatus;
 const AFTER_HELP: &str = "\
 <age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
 (2026-11-30T06:00:00Z); <name>: the sender profile (staticforms, the default, standard-webhooks,
-typeform, tally). Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
+typeform, tally). A submission ID that begins with - goes after -- (receipts show -- -a1).
+Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
 
 /// What the arguments ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,7 +89,7 @@ enum Top {
 
 #[derive(Subcommand, Debug)]
 enum Receipts {
-    /// List receipts, newest first.
+    /// List receipts, oldest first.
     List {
         #[arg(long, value_name = "RECEIVED|COMPLETED|FAILED", value_parser = status)]
         status: Option<ReceiptStatus>,
@@ -327,6 +328,15 @@ mod tests {
                 wait: REDRIVE_WAIT,
                 force: true,
                 json: true
+            })
+        );
+        assert_eq!(
+            parse(&args("receipts show -- -a1")),
+            Ok(Command::Show {
+                profile: Profile::StaticForms,
+                submission_id: "-a1".into(),
+                payload: false,
+                json: false
             })
         );
         assert_eq!(

@@ -380,9 +380,28 @@ mod tests {
 
     #[test]
     fn a_report_begins_with_what_was_found_and_nothing_settled() {
-        let report = ReconcileReport::of(5);
+        let mut report = ReconcileReport::of(5);
         assert_eq!((report.overdue, report.not_reached, report.still_waiting()), (5, 0, 0));
         assert_eq!(report.to_json()["overdue"], 5);
+        // Left waiting: the retried and the ones not reached, together.
+        report.tally.retry("sink_unavailable");
+        report.tally.retry("sink_unavailable");
+        report.not_reached = 3;
+        assert_eq!(report.still_waiting(), 5);
+    }
+
+    #[test]
+    fn a_redrive_result_names_the_profile_and_the_bare_submission_id() {
+        let failed = Redriven::of("tally:2wgx4n", "FAILED", "failed", Some("sink_rejected".into()));
+        assert_eq!(
+            failed.to_json(),
+            json!({"profile": "tally", "submissionId": "2wgx4n", "was": "FAILED", "outcome": "failed", "reason": "sink_rejected"})
+        );
+        let odd = Redriven::of("not-a-key", "RECEIVED", "receipt_gone", None);
+        assert_eq!(
+            (odd.profile, odd.submission_id.as_str(), odd.to_json()["reason"].is_null()),
+            ("-", "not-a-key", true)
+        );
     }
 
     #[test]

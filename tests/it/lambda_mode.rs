@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tests::aws::put_item;
+use tests::crm::HubSpotStandIn;
 use tests::ministack::{AccessKey, Ministack};
 use tests::postgres::Postgres;
-use tests::stub_http::{StubResponse, StubServer};
+use tests::stub_http::{StubResponse, StubServer, WebhookStandIn};
 use tests::TempDir;
 use tests::{delivery, repo_root};
 
@@ -22,6 +23,8 @@ pub(crate) struct Invocation {
     pub(crate) responses: Vec<(String, Value)>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
+    /// The exit code, when the process ended on its own before it was stopped.
+    pub(crate) exited: Option<i32>,
 }
 
 /// Runs the binary as a Lambda function with `env` (plus the Runtime API's and the store's
@@ -38,6 +41,13 @@ fn invoke_with_time(
     event: Value,
     time_ms: u128,
 ) -> Invocation {
+    let invocation = run_function(store, key, env, event, time_ms);
+    assert!(!invocation.responses.is_empty(), "no invocation response; stderr: {}", invocation.stderr);
+    invocation
+}
+
+/// Runs the binary as a Lambda function until it answers one invocation of `event` or exits.
+fn run_function(store: &Ministack, key: &AccessKey, env: &[(&str, String)], event: Value, time_ms: u128) -> Invocation {
     let binary = tests::stream_worker_binary();
     let responses: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let seen = Arc::clone(&responses);
@@ -92,15 +102,17 @@ fn invoke_with_time(
         std::thread::sleep(std::time::Duration::from_millis(100));
         !responses.lock().unwrap().is_empty() || child.try_wait().ok().flatten().is_some()
     });
+    let exited = child.try_wait().ok().flatten().and_then(|status| status.code());
     let _ = child.kill();
     let output = child.wait_with_output().unwrap();
-    let invocation = Invocation {
-        responses: responses.lock().unwrap().clone(),
+    assert!(answered, "the function neither answered nor exited within 30 s");
+    let responses = responses.lock().unwrap().clone();
+    Invocation {
+        responses,
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    assert!(answered && !invocation.responses.is_empty(), "no invocation response; stderr: {}", invocation.stderr);
-    invocation
+        exited,
+    }
 }
 
 /// The EMF lines in `stdout`, parsed.
@@ -287,4 +299,78 @@ fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
     assert_eq!(failed_items(&long.responses[0].1), Vec::<&str>::new(), "{:?} {}", long.responses, long.stderr);
     let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
     assert!(["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"].iter().all(|id| status(id) == "COMPLETED"));
+}
+
+#[test]
+fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let portal = HubSpotStandIn::start("pat-test", "submission_id");
+    let hubspot = |base_url: String, property: &str| {
+        vec![
+            ("LEAD_SINK", "hubspot".to_owned()),
+            ("HUBSPOT_TOKEN", "pat-test".to_owned()),
+            ("HUBSPOT_BASE_URL", base_url),
+            ("HUBSPOT_ID_PROPERTY", property.to_owned()),
+        ]
+    };
+    // The portal answers, and the ticket property the configuration names does not exist:
+    // every lead would fail, so the function does not start (Lambda reports the init error).
+    let wrong = run_function(&store, &key, &hubspot(portal.server.url(), "no_such_property"), json!({}), 60_000);
+    assert!(wrong.exited.is_some_and(|code| code != 0), "{:?} {}", wrong.exited, wrong.stderr);
+    assert!(wrong.stderr.contains("the lead sink's configuration cannot work"), "{}", wrong.stderr);
+    assert!(wrong.responses.is_empty(), "no invocation taken: {:?}", wrong.responses);
+    // The portal cannot be asked (nothing listens there): the function starts, says so, and
+    // hands the records back for a retry.
+    let closed = format!("http://127.0.0.1:{}", tests::free_port());
+    let unreachable =
+        invoke_once(&store, &key, &hubspot(closed, "submission_id"), fixture_event(&store, "insert.json"));
+    assert!(unreachable.stderr.contains("could not be checked") && unreachable.stderr.contains("starting anyway"));
+    let (path, response) = &unreachable.responses[0];
+    assert_eq!(path, "/2018-06-01/runtime/invocation/invocation-1/response", "{}", unreachable.stderr);
+    assert_eq!(failed_items(response).len(), 1, "{response}");
+    // The same configuration against the portal starts without a word and writes the lead.
+    let fine =
+        invoke_once(&store, &key, &hubspot(portal.server.url(), "submission_id"), fixture_event(&store, "insert.json"));
+    assert!(!fine.stderr.contains("starting anyway"), "{}", fine.stderr);
+    assert_eq!(failed_items(&fine.responses[0].1), Vec::<&str>::new(), "{}", fine.stderr);
+}
+
+#[test]
+fn names_in_the_sink_secret_win_over_the_environment() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (from_env, from_secret) = (WebhookStandIn::start(), WebhookStandIn::start());
+    let settings = json!({"LEAD_SINK": from_secret.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
+    let secret = store.create_secret("stream-worker/sink", &settings.to_string());
+    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
+    let env = [
+        ("SINK_SECRET_ARN", secret),
+        ("LEAD_SINK", from_env.url()),
+        ("WEBHOOK_SINK_SECRET", delivery::signing_secret()),
+    ];
+    let invocation = invoke_once(&store, &key, &env, fixture_event(&store, "insert.json"));
+    assert_eq!(failed_items(&invocation.responses[0].1), Vec::<&str>::new(), "{}", invocation.stderr);
+    assert_eq!(from_secret.state.lock().unwrap().accepted.len(), 1, "the secret's sink took the lead");
+    assert!(from_env.state.lock().unwrap().requests.is_empty(), "the environment's sink was never called");
+}
+
+#[test]
+fn records_from_another_table_s_stream_fail_the_invocation_and_write_nothing() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let sink = WebhookStandIn::start();
+    let env = [("LEAD_SINK", sink.url()), ("WEBHOOK_SINK_SECRET", delivery::signing_secret())];
+    let mut event = fixture_event(&store, "insert.json");
+    event["Records"][0]["eventSourceARN"] =
+        json!("arn:aws:dynamodb:us-east-1:123456789012:table/other-receipts/stream/2026-11-30T00:00:00.000");
+    let invocation = invoke_once(&store, &key, &env, event);
+    let (path, error) = &invocation.responses[0];
+    assert_eq!(path, "/2018-06-01/runtime/invocation/invocation-1/error", "{error}");
+    assert!(invocation.stderr.contains("is not from the stream of RECEIPTS_TABLE"), "{}", invocation.stderr);
+    assert!(sink.state.lock().unwrap().requests.is_empty(), "no lead written from a foreign stream");
+    assert_eq!(store.get(TABLE, "staticforms:form.submitted:sub_1").unwrap()["status"]["S"], "RECEIVED");
 }
