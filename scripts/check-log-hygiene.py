@@ -44,6 +44,8 @@ def main():
     values = {"bearer token": stack["bearer_token"], "AWS secret key": stack["secret_access_key"],
               "the edge's AWS secret key": stack["edge_secret_access_key"]}
     values.update({f"{name} secret": p["secret"] for name, p in stack.get("profiles", {}).items()})
+    if stack.get("sink_secret"):
+        values["the webhook sink's secret"] = stack["sink_secret"]
     values.update({f"demo data {v!r}": v for v in DEMO_PERSONAL_DATA})
     values.update({f"value {v!r}": v for v in args.value})
     leaks, lines = [], 0

@@ -2,7 +2,12 @@
 # `make dev`: the whole path on this machine, on 127.0.0.1 only, until Ctrl-C or SIGTERM.
 #   ministack (DynamoDB + Streams + IAM, SigV4 checked)   DYNAMODB_PORT, default 4566
 #   the built edge Worker in workerd (wrangler dev)      EDGE_PORT, default 8787
-#   stream-worker poll, leads into .dev/leads.db (SQLite)
+#   STACK=local (the default): stream-worker poll, leads into .dev/leads.db (SQLite)
+#   STACK=aws: the production topology. ministack as a whole local AWS, template.yaml deployed
+#     to it by scripts/deploy-aws.sh (table, stream mapping, the stream and reconcile functions
+#     under their roles, the sink's secret in Secrets Manager), the Worker signing with a key of
+#     the stack's EdgeUser, and the webhook sink posting leads to scripts/lead-inbox.py
+#     (INBOX_PORT, default 8790), which stores them in .dev/leads.db.
 # Every process is started in its own process group and stopped with it on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,10 +17,13 @@ EDGE_PORT=${EDGE_PORT:-8787}
 REGION=us-east-1
 TABLE=receipts
 STATE=${DEV_STATE:-.dev}
+STACK=${STACK:-local}
+INBOX_PORT=${INBOX_PORT:-8790}
 mkdir -p "$STATE"
 
 say() { printf 'dev: %s\n' "$*"; }
 die() { printf 'dev: %s\n' "$*" >&2; exit 1; }
+case "$STACK" in local | aws) ;; *) die "STACK is local (the default) or aws, not $STACK" ;; esac
 
 # One stack at a time: a live PID from the last run means it is still up.
 if [ -f "$STATE/pids" ]; then
@@ -28,12 +36,14 @@ fi
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port_busy "$DYNAMODB_PORT" && die "port $DYNAMODB_PORT is in use; choose another with DYNAMODB_PORT=<port> make dev"
 port_busy "$EDGE_PORT" && die "port $EDGE_PORT is in use; choose another with EDGE_PORT=<port> make dev"
+[ "$STACK" = aws ] && port_busy "$INBOX_PORT" && die "port $INBOX_PORT is in use; choose another with INBOX_PORT=<port> make dev"
 
 say "building the edge Worker and the stream worker"
 scripts/build-edge.sh >"$STATE/build.log" 2>&1 || { tail -20 "$STATE/build.log"; die "the Worker build failed (log: $STATE/build.log)"; }
 cargo build -q -p stream-worker
 
 pids=()
+names=()
 cleanup() {
   trap - EXIT INT TERM
   if [ ${#pids[@]} -gt 0 ]; then
@@ -50,20 +60,23 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-started() { pids+=("$1"); printf '%s\n' "${pids[@]}" >"$STATE/pids"; }
+started() { names+=("$1"); pids+=("$2"); printf '%s\n' "${pids[@]}" >"$STATE/pids"; }
 wait_for() { # what, seconds, command...
   local what=$1 seconds=$2; shift 2
   for _ in $(seq $((seconds * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
   die "$what did not come up within ${seconds} s (logs in $STATE/)"
 }
 
+STORE=http://127.0.0.1:$DYNAMODB_PORT
 say "starting ministack on 127.0.0.1:$DYNAMODB_PORT"
 mkdir -p "$STATE/ministack"
+# STACK=aws: every service, and the functions it runs reach it through the SDK's variable.
+services=(SERVICES=dynamodb,dynamodbstreams,iam)
+[ "$STACK" = aws ] && services=(AWS_ENDPOINT_URL="$STORE")
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AUTH=true BIND_HOST=127.0.0.1 GATEWAY_PORT="$DYNAMODB_PORT" \
-  SERVICES=dynamodb,dynamodbstreams,iam TMPDIR="$PWD/$STATE/ministack" \
+  "${services[@]}" TMPDIR="$PWD/$STATE/ministack" \
   setsid .tools/ministack/bin/ministack >"$STATE/ministack.log" 2>&1 </dev/null &
-started $!
-STORE=http://127.0.0.1:$DYNAMODB_PORT
+started ministack $!
 wait_for ministack 30 curl -sf "$STORE/_ministack/health"
 
 # Setup calls use the root key, which ministack does not check; the edge and the worker sign
@@ -77,11 +90,6 @@ ddb() { # target, JSON body
   curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/dynamodb}" \
     -H 'Content-Type: application/x-amz-json-1.0' -H "X-Amz-Target: DynamoDB_20120810.$1" -d "$2"
 }
-# Two identities, each with what it does and nothing more: the edge's is template.yaml's
-# EdgeUser (PutItem on the table), so a call the Worker's code adds fails here as in production;
-# the local stream worker's (its poll mode also finds the stream with DescribeTable) also runs
-# the operator's commands (list: Scan; reconcile: Query on the pending index).
-TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
 user_key() { # user, policy JSON; prints "<key id> <secret>"
   iam --data-urlencode Action=CreateUser --data-urlencode UserName="$1" >/dev/null || true
   iam --data-urlencode Action=PutUserPolicy --data-urlencode UserName="$1" --data-urlencode PolicyName=ddb \
@@ -91,24 +99,65 @@ user_key() { # user, policy JSON; prints "<key id> <secret>"
   printf '%s %s\n' "$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")" \
     "$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")"
 }
-read -r EDGE_KEY_ID EDGE_SECRET_KEY < <(user_key local-edge \
-  "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"dynamodb:PutItem\",\"Resource\":\"$TABLE_ARN\"}]}")
-read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-worker "{\"Version\":\"2012-10-17\",\"Statement\":[
-  {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeTable\",\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Scan\",\"dynamodb:Query\"],
-   \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]},
-  {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeStream\",\"dynamodb:GetRecords\",\"dynamodb:GetShardIterator\",\"dynamodb:ListStreams\"],
-   \"Resource\":[\"$TABLE_ARN/stream/*\",\"*\"]}]}")
-[ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
-  die "could not create the IAM access keys"
+if [ "$STACK" = aws ]; then
+  # The sink: the webhook sink, signing with a fresh secret, into the local lead inbox.
+  sink_secret="whsec_$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
+  say "starting the lead inbox on 127.0.0.1:$INBOX_PORT"
+  LEAD_INBOX_SECRET="$sink_secret" setsid python3 scripts/lead-inbox.py --port "$INBOX_PORT" --db "$STATE/leads.db" \
+    >"$STATE/lead-inbox.log" 2>&1 </dev/null &
+  started lead_inbox $!
+  wait_for "the lead inbox" 10 grep -q listening "$STATE/lead-inbox.log"
+  settings=$(SINK="http://127.0.0.1:$INBOX_PORT/leads" SECRET="$sink_secret" python3 -c 'import json, os
+print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
+    {"LEAD_SINK": os.environ["SINK"], "WEBHOOK_SINK_SECRET": os.environ["SECRET"]})}))')
+  created=$(curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/secretsmanager}" \
+    -H 'Content-Type: application/x-amz-json-1.1' -H "X-Amz-Target: secretsmanager.CreateSecret" -d "$settings")
+  secret_arn=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["ARN"])' "$created") ||
+    die "could not create the sink's secret: $created"
+  say "deploying template.yaml to the local AWS (scripts/deploy-aws.sh, log: $STATE/deploy.log)"
+  AWS_ENDPOINT_URL="$STORE" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_TOKEN= AWS_REGION=$REGION \
+    SINK_SECRET_ARN="$secret_arn" STACK_NAME=webhooks TABLE_NAME=$TABLE LAMBDA_BOOTSTRAP=target/debug/stream-worker \
+    scripts/deploy-aws.sh >"$STATE/deploy.log" 2>&1 || { tail -20 "$STATE/deploy.log"; die "the local deploy failed"; }
+  # The Worker signs with a key of the stack's EdgeUser, exactly as make deploy-edge sets it up.
+  edge_user=$(iam --data-urlencode Action=ListUsers | grep -o '<UserName>[^<]*EdgeUser[^<]*</UserName>' |
+    sed 's:</*UserName>::g' | head -1)
+  [ -n "$edge_user" ] || die "the deployed stack has no EdgeUser"
+  xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$edge_user")
+  EDGE_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")
+  EDGE_SECRET_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")
+  # An operator's key for `stream-worker receipts` and `reconcile` (README "Operating").
+  TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
+  read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-operator "{\"Version\":\"2012-10-17\",\"Statement\":[
+    {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Query\",\"dynamodb:Scan\",\"dynamodb:DescribeTable\"],
+     \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]}]}")
+  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
+    die "could not create the IAM access keys"
+else
+  # Two identities, each with what it does and nothing more: the edge's is template.yaml's
+  # EdgeUser (PutItem on the table), so a call the Worker's code adds fails here as in production;
+  # the local stream worker's (its poll mode also finds the stream with DescribeTable) also runs
+  # the operator's commands (list: Scan; reconcile: Query on the pending index).
+  TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
+  read -r EDGE_KEY_ID EDGE_SECRET_KEY < <(user_key local-edge \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"dynamodb:PutItem\",\"Resource\":\"$TABLE_ARN\"}]}")
+  read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-worker "{\"Version\":\"2012-10-17\",\"Statement\":[
+    {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeTable\",\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Scan\",\"dynamodb:Query\"],
+     \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]},
+    {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeStream\",\"dynamodb:GetRecords\",\"dynamodb:GetShardIterator\",\"dynamodb:ListStreams\"],
+     \"Resource\":[\"$TABLE_ARN/stream/*\",\"*\"]}]}")
+  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
+    die "could not create the IAM access keys"
 
-# The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
-# sparse pending index), TTL on expiresAt (idempotent).
-created=$(ddb CreateTable "$(TABLE="$TABLE" python3 -c 'import json, os, sys
+  # The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
+  # sparse pending index), TTL on expiresAt (idempotent).
+  created=$(ddb CreateTable "$(TABLE="$TABLE" python3 -c 'import json, os, sys
 table = json.load(open("deploy/receipts-table.json"))
 table["TableName"] = os.environ["TABLE"]
 print(json.dumps(table))')")
-case "$created" in *TableDescription*|*ResourceInUseException*) ;; *) die "CreateTable failed: $created" ;; esac
-ddb UpdateTimeToLive "{\"TableName\":\"$TABLE\",\"TimeToLiveSpecification\":{\"Enabled\":true,\"AttributeName\":\"expiresAt\"}}" >/dev/null
+  case "$created" in *TableDescription*|*ResourceInUseException*) ;; *) die "CreateTable failed: $created" ;; esac
+  ddb UpdateTimeToLive "{\"TableName\":\"$TABLE\",\"TimeToLiveSpecification\":{\"Enabled\":true,\"AttributeName\":\"expiresAt\"}}" >/dev/null
+
+fi
 
 # Local secrets: created once from the example, with a fresh bearer token.
 if [ ! -f .dev.vars ]; then
@@ -134,18 +183,25 @@ WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANN
   --var "AWS_ACCESS_KEY_ID:$EDGE_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$EDGE_SECRET_KEY" \
   --var "WEBHOOK_PROFILES:$PROFILES" \
   >"$STATE/edge.log" 2>&1 </dev/null &
-started $!
+started edge $!
 EDGE=http://127.0.0.1:$EDGE_PORT
 wait_for "the edge Worker" 120 curl -sf "$EDGE/healthz"
 
-say "starting stream-worker poll"
-env AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
-  AWS_ACCESS_KEY_ID="$ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$SECRET_ACCESS_KEY" AWS_SESSION_TOKEN= \
-  RECEIPTS_TABLE=$TABLE LEAD_SINK="sqlite://$STATE/leads.db" POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
-  setsid target/debug/stream-worker poll >"$STATE/stream-worker.log" 2>&1 </dev/null &
-started $!
-wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-worker.log"
+if [ "$STACK" = local ]; then
+  say "starting stream-worker poll"
+  env AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
+    AWS_ACCESS_KEY_ID="$ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$SECRET_ACCESS_KEY" AWS_SESSION_TOKEN= \
+    RECEIPTS_TABLE=$TABLE LEAD_SINK="sqlite://$STATE/leads.db" POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
+    setsid target/debug/stream-worker poll >"$STATE/stream-worker.log" 2>&1 </dev/null &
+  started stream_worker $!
+  wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-worker.log"
+fi
 
+STACK_NOTE="local: stream-worker poll, with the stream worker's own key"
+if [ "$STACK" = aws ]; then
+  STACK_NOTE="aws: template.yaml deployed here (stream mapping, functions under their roles), leads via $STATE/lead-inbox.log"
+fi
+PIDS=$(paste -d= <(printf '%s\n' "${names[@]}") <(printf '%s\n' "${pids[@]}") | paste -sd,)
 python3 - "$STATE/stack.json" <<PY
 import json, sys
 # Each profile's route and the secret (or, for Static Forms, the bearer token) its sender needs.
@@ -157,7 +213,8 @@ json.dump({
     "edge_secret_access_key": "$EDGE_SECRET_KEY",
     "bearer_token": "$BEARER", "leads_db": "$STATE/leads.db",
     "profiles": {name: {"url": "$EDGE/webhooks/" + name, "secret": secret} for name, secret in secrets.items()},
-    "pids": {"ministack": ${pids[0]}, "edge": ${pids[1]}, "stream_worker": ${pids[2]}},
+    "stack": "$STACK", "sink_secret": "${sink_secret:-}",
+    "pids": {name: int(pid) for name, pid in (part.split("=") for part in "$PIDS".split(","))},
 }, open(sys.argv[1], "w"), indent=2)
 PY
 
@@ -165,6 +222,7 @@ cat <<BANNER
 
   The local stack is up (details in $STATE/stack.json, logs in $STATE/*.log).
 
+    stack     $STACK_NOTE
     edge      $EDGE   (POST /webhooks/{staticforms,standard-webhooks,typeform,tally}, GET /healthz)
     DynamoDB  $STORE   table "$TABLE", signatures checked
     leads     $STATE/leads.db   (sqlite3 $STATE/leads.db 'select * from leads')

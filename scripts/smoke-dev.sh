@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Proves the README's quick start: `make dev` comes up, `make demo` shows leads == unique
-# submissions, and stopping the stack leaves nothing running. Uses its own state folder and
-# free ports, so it does not disturb a developer's own `make dev`.
+# Proves the README's quick start, for both stacks: `make dev` comes up, `make demo` shows
+# leads == unique submissions (counted where the leads land: the SQLite sink, or with STACK=aws
+# the lead inbox behind the deployed function's webhook sink), and stopping the stack leaves
+# nothing running. Uses its own state folders and free ports, so it does not disturb a
+# developer's own `make dev`. A second `make dev` must refuse (checked on the local stack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-export DEV_STATE=target/dev-smoke DYNAMODB_PORT EDGE_PORT
+smoke() { # local | aws
+export STACK=$1 DEV_STATE=target/dev-smoke-$1 DYNAMODB_PORT EDGE_PORT INBOX_PORT
 DYNAMODB_PORT=$(free_port)
 EDGE_PORT=$(free_port)
+INBOX_PORT=$(free_port)
 rm -rf "$DEV_STATE"
 mkdir -p "$DEV_STATE"
+local log=target/dev-smoke-$1.log stack_copy=target/dev-smoke-$1-stack.json
+echo "smoke: STACK=$1"
 
-scripts/dev.sh >target/dev-smoke.log 2>&1 &
+scripts/dev.sh >"$log" 2>&1 &
 dev=$!
 stop() {
   kill -TERM "$dev" 2>/dev/null || true
@@ -22,10 +28,10 @@ trap stop EXIT
 
 for _ in $(seq 1800); do
   [ -f "$DEV_STATE/stack.json" ] && break
-  kill -0 "$dev" 2>/dev/null || { cat target/dev-smoke.log; echo "smoke: make dev exited early" >&2; exit 1; }
+  kill -0 "$dev" 2>/dev/null || { cat "$log"; echo "smoke: make dev exited early" >&2; exit 1; }
   sleep 0.1
 done
-[ -f "$DEV_STATE/stack.json" ] || { cat target/dev-smoke.log; echo "smoke: make dev did not come up in 180 s" >&2; exit 1; }
+[ -f "$DEV_STATE/stack.json" ] || { cat "$log"; echo "smoke: make dev did not come up in 180 s" >&2; exit 1; }
 # Every process of the stack: make dev itself and all its descendants (wrangler's workerd,
 # ministack's children), not only the group leaders stack.json names.
 descendants() {
@@ -43,6 +49,7 @@ done
 echo "smoke: the stack runs as $(wc -w <<<"$pids") processes"
 
 # A second make dev on the same state folder must refuse, and leave the first one running.
+if [ "$1" = local ]; then
 if second=$(timeout 120 scripts/dev.sh 2>&1); then
   echo "smoke: a second make dev started while the first was running" >&2
   exit 1
@@ -50,10 +57,11 @@ fi
 grep -q 'already running' <<<"$second" || { echo "smoke: a second make dev failed without saying why: $second" >&2; exit 1; }
 kill -0 "$dev" || { echo "smoke: the second make dev stopped the first" >&2; exit 1; }
 echo "smoke: a second make dev refused: ${second#dev: }"
+fi
 
 python3 scripts/demo.py | tee "$DEV_STATE/demo.log"
 # make dev removes stack.json when it stops; the log check below needs its credentials.
-cp "$DEV_STATE/stack.json" target/dev-smoke-stack.json
+cp "$DEV_STATE/stack.json" "$stack_copy"
 
 # Again just before the stop: anything the stack started since is checked too.
 pids="$pids $(descendants "$dev" | tr '\n' ' ')"
@@ -72,5 +80,10 @@ echo "smoke: the stack stopped cleanly"
 
 # Nothing the stack or the scripts wrote holds a credential or the demo's personal data (the
 # store's own log is the stand-in's, not ours, and is left out).
-python3 scripts/check-log-hygiene.py --stack target/dev-smoke-stack.json target/dev-smoke.log \
-  "$DEV_STATE/edge.log" "$DEV_STATE/stream-worker.log" "$DEV_STATE/build.log" "$DEV_STATE/demo.log"
+local logs=("$log" "$DEV_STATE/edge.log" "$DEV_STATE/build.log" "$DEV_STATE/demo.log")
+if [ "$1" = local ]; then logs+=("$DEV_STATE/stream-worker.log"); else logs+=("$DEV_STATE/deploy.log" "$DEV_STATE/lead-inbox.log"); fi
+python3 scripts/check-log-hygiene.py --stack "$stack_copy" "${logs[@]}"
+}
+
+smoke local
+smoke aws

@@ -75,7 +75,7 @@ base=(--since-verified)
 [ -z "${MUTANTS_BASE:-}" ] || base=(--in-diff "$MUTANTS_BASE")
 python3 scripts/mutants.py "${base[@]}" 2>&1 | tee "$out/mutants.log"
 
-step "quick start: make dev, then make demo, then stop (own ports and state folder)"
+step "quick start: make dev, then make demo, then stop; the local stack, then STACK=aws (own ports and state folders)"
 scripts/smoke-dev.sh 2>&1 | tee "$out/smoke.log"
 
 step "summary (fails on a suite below its floor in scripts/test-floors.txt, or a missing figure)"
