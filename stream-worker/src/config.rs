@@ -286,21 +286,10 @@ mod tests {
             .map_err(|e| e.0),
             Err("SALESFORCE_API_VERSION")
         );
-        let version = |v: &str| {
-            sink(&[
-                ("LEAD_SINK", "salesforce"),
-                ("SALESFORCE_INSTANCE_URL", "https://x"),
-                ("SALESFORCE_CLIENT_ID", "i"),
-                ("SALESFORCE_CLIENT_SECRET", "s"),
-                ("SALESFORCE_API_VERSION", v),
-            ])
-            .map_err(|e| e.0)
-            .map(|_| ())
-        };
         // The duplicate rule header exists from 52.0.
-        assert_eq!(version("51.0"), Err("SALESFORCE_API_VERSION"));
-        assert_eq!(version("52.0"), Ok(()));
-        assert_eq!(version("62.0"), Ok(()));
+        assert_eq!(salesforce_version("51.0"), Err("SALESFORCE_API_VERSION"));
+        assert_eq!(salesforce_version("52.0"), Ok(()));
+        assert_eq!(salesforce_version("62.0"), Ok(()));
     }
 
     #[test]
@@ -342,23 +331,25 @@ mod tests {
         assert_eq!(format!("{:?}", sqlite.sink), "Sqlite(/tmp/leads.db)");
     }
 
+    /// A Salesforce sink's configuration with `SALESFORCE_API_VERSION` set to `v`.
+    fn salesforce_version(v: &str) -> Result<(), &'static str> {
+        sink(&[
+            ("LEAD_SINK", "salesforce"),
+            ("SALESFORCE_INSTANCE_URL", "https://x"),
+            ("SALESFORCE_CLIENT_ID", "i"),
+            ("SALESFORCE_CLIENT_SECRET", "s"),
+            ("SALESFORCE_API_VERSION", v),
+        ])
+        .map_err(|e| e.0)
+        .map(|_| ())
+    }
+
     #[test]
     fn a_salesforce_api_version_is_digits_and_dots_from_52() {
-        let version = |v: &str| {
-            sink(&[
-                ("LEAD_SINK", "salesforce"),
-                ("SALESFORCE_INSTANCE_URL", "https://x"),
-                ("SALESFORCE_CLIENT_ID", "i"),
-                ("SALESFORCE_CLIENT_SECRET", "s"),
-                ("SALESFORCE_API_VERSION", v),
-            ])
-            .map_err(|e| e.0)
-            .map(|_| ())
-        };
         for bad in ["62.", "62..0", ".62", "62.x", "62.0a"] {
-            assert_eq!(version(bad), Err("SALESFORCE_API_VERSION"), "{bad:?}");
+            assert_eq!(salesforce_version(bad), Err("SALESFORCE_API_VERSION"), "{bad:?}");
         }
-        assert_eq!(version("62"), Ok(()));
+        assert_eq!(salesforce_version("62"), Ok(()));
     }
 
     #[test]
