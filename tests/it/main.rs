@@ -10,6 +10,7 @@ mod edge_receiver;
 mod lambda_mode;
 mod log_hygiene;
 mod operate;
+mod operate_faults;
 mod profiles;
 mod sinks;
 mod stream_worker;

@@ -21,16 +21,16 @@ use tests::{now_millis, TempDir};
 
 const TABLE: &str = "receipts";
 
-struct World {
-    store: Ministack,
+pub(crate) struct World {
+    pub(crate) store: Ministack,
     /// The operator's key, for the commands.
-    key: AccessKey,
+    pub(crate) key: AccessKey,
     /// The stream worker's, for the poller standing in for the deployed stream function.
     worker_key: AccessKey,
     dir: TempDir,
 }
 
-fn world() -> World {
+pub(crate) fn world() -> World {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);
     let key = store.operator_access_key("operator", TABLE);
@@ -40,12 +40,12 @@ fn world() -> World {
 
 impl World {
     /// Stores a receipt for `id` as the edge would, received `age_ms` ago.
-    fn deliver(&self, id: &str, age_ms: u64) {
+    pub(crate) fn deliver(&self, id: &str, age_ms: u64) {
         let receipt = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now_millis() - age_ms);
         put_item(&self.store, TABLE, &receipt.to_item());
     }
 
-    fn leads_db(&self) -> std::path::PathBuf {
+    pub(crate) fn leads_db(&self) -> std::path::PathBuf {
         self.dir.0.join("leads.db")
     }
 
@@ -63,7 +63,7 @@ impl World {
     }
 
     /// `stream-worker <args>` with the store, the IAM key and the SQLite sink, not yet run.
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(tests::stream_worker_binary());
         command
             .args(args)
@@ -80,22 +80,22 @@ impl World {
     }
 
     /// Runs and parses stdout as JSON; panics (with stderr) unless the command succeeded.
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let output = self.run(args);
         assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
         serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", output.stdout))
     }
 
-    fn status(&self, id: &str) -> String {
+    pub(crate) fn status(&self, id: &str) -> String {
         self.store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned()
     }
 
-    fn leads(&self) -> Vec<(String, String, i64)> {
+    pub(crate) fn leads(&self) -> Vec<(String, String, i64)> {
         sqlite_leads(&self.leads_db())
     }
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

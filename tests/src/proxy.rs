@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How the proxy treats the next requests.
@@ -30,6 +30,13 @@ pub enum Mode {
     AnswerWhen(String, u16, String),
     /// Forward the request after this long (a slow network or a slow store).
     Delay(Duration),
+    /// A replica behind the table, as DynamoDB's eventually consistent reads may be: a
+    /// `GetItem` that does not ask for `ConsistentRead` is answered `{}` (the item not there
+    /// yet), without forwarding; consistent reads and everything else are forwarded.
+    StaleReads,
+    /// Hold each request whose bytes contain the text until `count` such requests have
+    /// arrived (or 10 s have passed), then forward them all: a race made to happen every time.
+    Together(String, usize),
 }
 
 /// A proxy on 127.0.0.1, stopped when dropped.
@@ -54,6 +61,8 @@ impl FaultProxy {
         let (accepted, forwarded) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (mode_in, stop_in) = (Arc::clone(&mode), Arc::clone(&stop));
         let (accepted_in, forwarded_in) = (Arc::clone(&accepted), Arc::clone(&forwarded));
+        let gathered: Arc<(Mutex<usize>, Condvar)> = Arc::default();
+        let gathered_in = Arc::clone(&gathered);
         std::thread::spawn(move || {
             let mut held = Vec::new();
             while !stop_in.load(Ordering::Relaxed) {
@@ -84,8 +93,8 @@ impl FaultProxy {
                     }
                     Mode::Refuse => drop(client),
                     mode => {
-                        let forwarded = Arc::clone(&forwarded_in);
-                        std::thread::spawn(move || serve(client, upstream_port, &mode, &forwarded));
+                        let (forwarded, gathered) = (Arc::clone(&forwarded_in), Arc::clone(&gathered_in));
+                        std::thread::spawn(move || serve(client, upstream_port, &mode, &forwarded, &gathered));
                     }
                 }
             }
@@ -113,7 +122,13 @@ impl Drop for FaultProxy {
     }
 }
 
-fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &AtomicUsize) {
+fn serve(
+    mut client: TcpStream,
+    upstream_port: u16,
+    mode: &Mode,
+    forwarded: &AtomicUsize,
+    gathered: &(Mutex<usize>, Condvar),
+) {
     let _ = client.set_nonblocking(false);
     let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let Some(request) = read_message(&mut client) else { return };
@@ -142,6 +157,24 @@ fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &Ato
     if let Mode::Delay(delay) = mode {
         std::thread::sleep(*delay);
     }
+    if *mode == Mode::StaleReads && is_eventually_consistent_get(&request) {
+        let body = "{}";
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = client.write_all(response.as_bytes());
+        return;
+    }
+    if let Mode::Together(text, count) = mode {
+        if request.windows(text.len()).any(|w| w == text.as_bytes()) {
+            let (arrived, all_here) = gathered;
+            let mut arrived = arrived.lock().unwrap();
+            *arrived += 1;
+            all_here.notify_all();
+            let _ = all_here.wait_timeout_while(arrived, Duration::from_secs(10), |n| *n < *count).unwrap();
+        }
+    }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };
     let _ = upstream.set_read_timeout(Some(Duration::from_secs(10)));
     // One request per connection keeps the proxy simple: ask both sides to close after it.
@@ -157,6 +190,15 @@ fn serve(mut client: TcpStream, upstream_port: u16, mode: &Mode, forwarded: &Ato
         return;
     }
     let _ = client.write_all(&response);
+}
+
+/// True for a DynamoDB `GetItem` without `"ConsistentRead": true` in its body.
+fn is_eventually_consistent_get(request: &[u8]) -> bool {
+    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+    let get_item = head.lines().any(|l| l.replace(' ', "") == "x-amz-target:dynamodb_20120810.getitem");
+    let body: serde_json::Value = serde_json::from_slice(&request[end + 4..]).unwrap_or_default();
+    get_item && body["ConsistentRead"] != serde_json::Value::Bool(true)
 }
 
 /// Reads one HTTP message (head and a `Content-Length` body).

@@ -1,0 +1,128 @@
+//! The operator's commands when the store or the sink does not cooperate, run as the built
+//! binary against ministack: a replica behind the table (reads by key must be consistent), two
+//! redrives of one receipt at the same moment, and a reconcile whose sink refuses one lead and
+//! cannot take another now.
+
+use std::process::{Output, Stdio};
+
+use serde_json::Value;
+use shared::dynamo::AttributeValue;
+use tests::aws::{put_item, receipt, sdk_config_at};
+use tests::delivery;
+use tests::now_millis;
+use tests::proxy::{FaultProxy, Mode};
+use tests::stub_http::WebhookStandIn;
+
+use crate::operate::{stderr, world, World};
+
+const TABLE: &str = "receipts";
+
+/// Stores `id`'s receipt as the stream left it after the sink refused its lead: `FAILED`,
+/// received `age_ms` ago, out of the pending index.
+fn failed(w: &World, id: &str, age_ms: u64) {
+    let mut item = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), now_millis() - age_ms).to_item();
+    item.insert("status".into(), AttributeValue::S("FAILED".into()));
+    item.insert("failureReason".into(), AttributeValue::S("sink_rejected".into()));
+    item.remove(shared::receipt::PENDING_SHARD);
+    put_item(&w.store, TABLE, &item);
+}
+
+/// Runs `stream-worker <args>` with the store reached through `proxy`.
+fn through(w: &World, proxy: &FaultProxy, args: &[&str]) -> Output {
+    w.command(args).env("AWS_ENDPOINT_URL_DYNAMODB", proxy.endpoint()).output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(output.status.success(), "{}", stderr(output));
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reads_by_key_are_consistent_so_a_replica_behind_the_table_misleads_no_command() {
+    let w = world();
+    let proxy = FaultProxy::start(w.store.port);
+    proxy.set(Mode::StaleReads);
+    w.deliver("sub_overdue", 2 * 3_600_000);
+    failed(&w, "sub_failed", 2 * 3_600_000);
+
+    // The stand-in bites: an eventually consistent read through it does not see the receipt,
+    // a consistent one does.
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config_at(&proxy.endpoint(), &w.key).await);
+    let key = aws_sdk_dynamodb::types::AttributeValue::S(delivery::key("sub_failed"));
+    let read =
+        |consistent| client.get_item().table_name(TABLE).key("pk", key.clone()).consistent_read(consistent).send();
+    assert!(read(false).await.unwrap().item.is_none(), "an eventually consistent read sees the replica");
+    assert!(read(true).await.unwrap().item.is_some(), "a consistent read sees the table");
+
+    // Reconcile finds the receipt through the index, then reads it by key before acting.
+    let settled = json_of(&through(&w, &proxy, &["reconcile", "--force", "--older-than", "1h", "--json"]));
+    assert_eq!((settled["overdue"].as_u64(), settled["completed"].as_u64()), (Some(1), Some(1)), "{settled}");
+    assert_eq!(w.status("sub_overdue"), "COMPLETED");
+    // `receipts show` and `redrive` read by key too.
+    let shown = json_of(&through(&w, &proxy, &["receipts", "show", "sub_overdue", "--json"]));
+    assert_eq!(shown["status"], "COMPLETED", "{shown}");
+    let redriven = json_of(&through(&w, &proxy, &["receipts", "redrive", "sub_failed", "--wait", "0s", "--json"]));
+    assert_eq!((redriven[0]["was"].as_str(), redriven[0]["outcome"].as_str()), (Some("FAILED"), Some("reopened")));
+    assert_eq!(w.status("sub_failed"), "RECEIVED");
+}
+
+#[test]
+fn two_redrives_of_one_failed_receipt_at_once_reopen_it_once() {
+    let w = world();
+    failed(&w, "sub_twice", 3_600_000);
+    // Both commands read the FAILED receipt; their reopening updates are held until both have
+    // come, then reach the store together.
+    let proxy = FaultProxy::start(w.store.port);
+    proxy.set(Mode::Together("DynamoDB_20120810.UpdateItem".into(), 2));
+    let start = || {
+        let mut command = w.command(&["receipts", "redrive", "sub_twice", "--wait", "0s", "--json"]);
+        command.env("AWS_ENDPOINT_URL_DYNAMODB", proxy.endpoint()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let (first, second) = (start(), start());
+    let mut outcomes: Vec<String> = [first, second]
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            let result = json_of(&output);
+            assert_eq!(result[0]["was"], "FAILED", "both read it FAILED: {result}");
+            result[0]["outcome"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["changed_meanwhile", "reopened"]);
+    let item = w.store.get(TABLE, &delivery::key("sub_twice")).unwrap();
+    assert_eq!(item["status"]["S"], "RECEIVED", "{item}");
+}
+
+#[test]
+fn reconcile_reports_a_refused_lead_failed_and_an_unavailable_sink_retried_later() {
+    let w = world();
+    let sink = WebhookStandIn::start();
+    for id in ["sub_refused", "sub_unavailable", "sub_accepted"] {
+        w.deliver(id, 2 * 3_600_000);
+    }
+    sink.refuse(&delivery::key("sub_refused"), 422);
+    sink.refuse(&delivery::key("sub_unavailable"), 503);
+    let secret = delivery::signing_secret();
+    let output = w
+        .command(&["reconcile", "--force", "--older-than", "1h", "--json"])
+        .env("LEAD_SINK", sink.url())
+        .env("WEBHOOK_SINK_SECRET", &secret)
+        .output()
+        .unwrap();
+    let report = json_of(&output);
+    let counts: Vec<Option<u64>> = ["overdue", "completed", "failed", "retryLater", "notReached", "stillWaiting"]
+        .iter()
+        .map(|name| report[name].as_u64())
+        .collect();
+    assert_eq!(counts, [Some(3), Some(1), Some(1), Some(1), Some(0), Some(1)], "{report}");
+    let status = |id| w.status(id);
+    assert_eq!(
+        [status("sub_refused"), status("sub_unavailable"), status("sub_accepted")],
+        ["FAILED", "RECEIVED", "COMPLETED"]
+    );
+    let waiting = w.store.get(TABLE, &delivery::key("sub_unavailable")).unwrap();
+    assert!(waiting.get(shared::receipt::PENDING_SHARD).is_some(), "still in the pending index: {waiting}");
+}
