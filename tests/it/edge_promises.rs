@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use shared::secret::SigningSecret;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
 use tests::edge::Edge;
 use tests::free_port;
@@ -271,7 +270,7 @@ fn log_lines_hold_no_credential_of_any_auth_method_right_or_wrong() {
         basic_wrong.trim_start_matches("Basic ").to_owned(),
         signing_secret.trim_start_matches("whsec_").to_owned(),
         signing_secret,
-        SigningSecret::encode(WRONG_SIGNING_KEY),
+        delivery::whsec(WRONG_SIGNING_KEY),
         String::from_utf8(delivery::SIGNING_KEY.to_vec()).unwrap(),
         String::from_utf8(WRONG_SIGNING_KEY.to_vec()).unwrap(),
         s.key.secret.clone(),

@@ -12,7 +12,6 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::json;
 use shared::profile::Profile;
-use shared::secret::SigningSecret;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE, SIGNING_KEY};
 use tests::edge::Edge;
 use tests::ministack::Ministack;
@@ -141,7 +140,7 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let profiles = senders::bindings();
     let profiles: Vec<(&'static str, &str)> = profiles.iter().map(|(name, value)| (*name, value.as_str())).collect();
     let edge = Edge::start(&bindings(&store.endpoint(), &edge_key, &profiles));
-    let sink_secret = SigningSecret::encode(SINK_KEY);
+    let sink_secret = delivery::whsec(SINK_KEY);
 
     // The Worker: every method, right and wrong; a duplicate, a changed form, a broken body.
     let swap = |id: &str, name: &str, value: String| {

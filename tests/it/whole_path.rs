@@ -315,7 +315,7 @@ async fn a_store_failure_before_the_put_is_never_a_success_and_recovery_gives_ex
 }
 
 #[tokio::test]
-async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
+async fn a_redelivery_after_the_retention_window_or_the_ttl_sweep_updates_the_same_lead() {
     let p = path().await;
     let handler = p.sqlite_handler().await;
     assert_eq!(p.send("e2e_late").status, 202);
@@ -331,6 +331,20 @@ async fn a_redelivery_after_the_retention_window_updates_the_same_lead() {
     worker::drain(&p.poller(), &handler).await;
     assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 2)], "the sink's key kept it to one lead");
     assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
+
+    // Then TTL sweeps it: a REMOVE record, which is no lead and does not hold the stream up
+    // (ministack's reaper writes no stream record, so the sweep is a DeleteItem here). A sender
+    // replaying an old delivery after that gets a fresh receipt, whose INSERT is the same lead.
+    let key = json!({"pk": {"S": delivery::key("e2e_late")}});
+    p.store.ok("DynamoDB_20120810.DeleteItem", &json!({"TableName": TABLE, "Key": key}));
+    let swept = worker::drain(&p.poller(), &handler).await;
+    assert_eq!(swept[0].processed, 1, "the REMOVE record: {swept:?}");
+    assert_eq!(p.receipts_now(), []);
+    assert_eq!(p.send("e2e_late").status, 202, "a fresh receipt after the sweep");
+    worker::drain(&p.poller(), &handler).await;
+    assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 3)], "still one lead");
+    assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
+    assert_eq!(p.send("e2e_late").status, 200, "and a duplicate of the fresh receipt");
 }
 
 /// A delivery body for `id` with `form_data` as raw JSON text (so numbers and keys are exactly

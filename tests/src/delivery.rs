@@ -1,7 +1,6 @@
 //! Deliveries as Static Forms sends them, and the credentials tests configure.
 
 use serde_json::json;
-use shared::secret::SigningSecret;
 
 pub const BEARER: &str = "it-bearer-token-7f3a";
 pub const BASIC_USER: &str = "forms";
@@ -48,15 +47,27 @@ pub fn basic_header(user: &str, password: &str) -> String {
 
 /// The `whsec_` text of the test signing key.
 pub fn signing_secret() -> String {
-    SigningSecret::encode(SIGNING_KEY)
+    whsec(SIGNING_KEY)
 }
 
-/// Standard Webhooks headers for `body`, signed with `key` at `timestamp`.
+/// A signing secret's text as Standard Webhooks writes it: `whsec_` and the raw key in
+/// base64, written here independently of the core's own encoder.
+pub fn whsec(key: &[u8]) -> String {
+    use base64::Engine as _;
+    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
+}
+
+/// Standard Webhooks headers for `body`, signed with `key` at `timestamp` by the Standard
+/// Webhooks reference library (`standardwebhooks`), not by the core that checks them.
 pub fn signature_headers(key: &[u8], id: &str, timestamp: u64, body: &[u8]) -> [(String, String); 3] {
-    let secret = SigningSecret::parse(&SigningSecret::encode(key)).unwrap();
-    let ts = timestamp.to_string();
-    let signature = shared::auth::signature_header(&secret, id, &ts, body);
-    [("webhook-id".into(), id.into()), ("webhook-timestamp".into(), ts), ("webhook-signature".into(), signature)]
+    let signer = standardwebhooks::Webhook::new(&whsec(key)).expect("a valid secret");
+    let ts = i64::try_from(timestamp).expect("a timestamp in range");
+    let signature = signer.sign(id, ts, body).expect("signed");
+    [
+        ("webhook-id".into(), id.into()),
+        ("webhook-timestamp".into(), ts.to_string()),
+        ("webhook-signature".into(), signature),
+    ]
 }
 
 /// Seconds since the epoch, from this machine's clock (the Worker reads the same clock).
