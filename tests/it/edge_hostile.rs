@@ -70,9 +70,24 @@ fn raw(url: &str, head: &[u8], body: &[u8]) -> Reply {
     reply(&mut stream)
 }
 
-/// True for a refusal: a 4xx, or the connection cut off.
-fn refused(reply: &Reply) -> bool {
-    matches!(reply, Reply::Answered(400..=499, _) | Reply::Closed)
+/// The status and the Worker's `code` of an answer; `None` for the code when the runtime
+/// answered before the Worker saw the request (its body is not the Worker's JSON).
+fn answer_of(reply: &Reply) -> (Option<u16>, Option<String>) {
+    let code = match reply {
+        Reply::Answered(_, body) => {
+            serde_json::from_str::<Value>(body).ok().and_then(|v| v["code"].as_str().map(str::to_owned))
+        }
+        _ => None,
+    };
+    (reply.status(), code)
+}
+
+/// The runtime's own refusal (workerd's, before the Worker runs): a 400 with no code.
+const RUNTIME_400: (Option<u16>, Option<String>) = (Some(400), None);
+
+/// The Worker's answer `status` with `code`.
+fn worker(status: u16, code: &str) -> (Option<u16>, Option<String>) {
+    (Some(status), Some(code.to_owned()))
 }
 
 /// Header lines for `id` (content type, bearer token, key), plus `extra` lines as given.
@@ -182,7 +197,7 @@ fn the_body_limit_holds_to_the_byte_whatever_the_framing_claims() {
     let payload = body("sub_short_claim");
     let claim = format!("Content-Length: {}\r\n", payload.len() - 10);
     let answer = raw(&s.edge.url, &head("sub_short_claim", claim.as_bytes()), &payload);
-    assert!(refused(&answer), "{answer:?}");
+    assert_eq!(answer_of(&answer), worker(400, "invalid_json"), "{answer:?}");
     // One that claims more than the limit is refused before any byte of the body is read.
     let claim = format!("Content-Length: {}\r\n", LIMIT + 1);
     let answer = raw(&s.edge.url, &head("sub_big_claim", claim.as_bytes()), b"{}");
@@ -194,7 +209,7 @@ fn the_body_limit_holds_to_the_byte_whatever_the_framing_claims() {
     let records = || s.edge.logs(0).iter().filter(|line| line.contains("\"outcome\"")).count();
     tests::wait_until("the Worker's lines so far", 10, || records() == 6);
     let answer = raw(&s.edge.url, &head("sub_nan_claim", b"Content-Length: 12x\r\n"), &body("sub_nan_claim"));
-    assert!(refused(&answer) || answer.status() == Some(500), "{answer:?}");
+    assert!(answer_of(&answer) == RUNTIME_400 || answer_of(&answer) == (Some(500), None), "{answer:?}");
     let next = deliver(&s.edge, &headers("sub_after_nan"), &body("sub_after_nan"));
     assert_eq!(next.status, 202, "{}", next.body);
     tests::wait_until("the next delivery's line", 10, || records() >= 7);
@@ -240,7 +255,7 @@ fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
 
     // Standard Webhooks: a timestamp far outside the window either way, and 1,000 entries.
     let now = delivery::now_secs();
-    let signed = |id: &str, at: u64, signatures: Option<String>| {
+    let signed = |id: &str, at: u64, signatures: Option<String>, expected: u16| {
         let payload = body(id);
         let mut h: Vec<(String, String)> =
             headers(id).into_iter().filter(|(n, _)| !n.eq_ignore_ascii_case("Authorization")).collect();
@@ -249,29 +264,31 @@ fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
             sig[2].1 = signatures;
         }
         h.extend(sig);
-        deliver(&s.edge, &h, &payload).status
+        let answer = deliver(&s.edge, &h, &payload);
+        assert_eq!(answer.status, expected, "{id}: {}", answer.body);
     };
-    assert_eq!(signed("sub_sig_past", now - 86_400 * 365, None), 401);
-    assert_eq!(signed("sub_sig_future", now + 86_400 * 365, None), 401);
-    assert_eq!(signed("sub_sig_epoch", 0, None), 401);
+    signed("sub_sig_past", now - 86_400 * 365, None, 401);
+    signed("sub_sig_future", now + 86_400 * 365, None, 401);
+    signed("sub_sig_epoch", 0, None, 401);
     let payload = body("sub_sig_many");
     let good = delivery::signature_headers(SIGNING_KEY, "msg_sub_sig_many", now, &payload)[2].1.clone();
     let many_bad = vec!["v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="; 1000].join(" ");
-    assert_eq!(signed("sub_sig_1000_bad", now, Some(many_bad.clone())), 401);
-    assert_eq!(signed("sub_sig_many", now, Some(format!("{many_bad} {good}"))), 202);
+    signed("sub_sig_1000_bad", now, Some(many_bad.clone()), 401);
+    signed("sub_sig_many", now, Some(format!("{many_bad} {good}")), 202);
 
     // CR, LF or NUL inside a header value: RFC 9110 (5.5) lets the runtime refuse the request
-    // or read each as a space. Inside the value (not at its end, where a space would be
-    // trimmed), either way the value is not the credential or the key: a 4xx (or the
-    // connection is closed), and nothing is stored.
+    // or read each as a space. workerd refuses a NUL or a lone CR itself (400); a line break
+    // ends the header line, so the Worker gets a cut key (400 invalid_idempotency_key). Either
+    // way the value is never taken for the credential or the key, and nothing is stored.
     let key = delivery::key("sub_ctl");
     let (front, back) = key.split_at(12);
-    for (label, auth, idempotency) in [
-        ("NUL in the token", format!("Bearer {}\0{}", &BEARER[..4], &BEARER[4..]), key.clone()),
-        ("CR in the token", format!("Bearer {BEARER}\rX"), key.clone()),
-        ("LF in the key", format!("Bearer {BEARER}"), format!("{front}\n{back}")),
-        ("CR LF in the key", format!("Bearer {BEARER}"), format!("{front}\r\n{back}")),
-        ("NUL in the key", format!("Bearer {BEARER}"), format!("{front}\0{back}")),
+    let mismatch = worker(400, "invalid_idempotency_key");
+    for (label, auth, idempotency, expected) in [
+        ("NUL in the token", format!("Bearer {}\0{}", &BEARER[..4], &BEARER[4..]), key.clone(), RUNTIME_400),
+        ("CR in the token", format!("Bearer {BEARER}\rX"), key.clone(), RUNTIME_400),
+        ("LF in the key", format!("Bearer {BEARER}"), format!("{front}\n{back}"), mismatch.clone()),
+        ("CR LF in the key", format!("Bearer {BEARER}"), format!("{front}\r\n{back}"), mismatch),
+        ("NUL in the key", format!("Bearer {BEARER}"), format!("{front}\0{back}"), RUNTIME_400),
     ] {
         let payload = body("sub_ctl");
         let lines = format!(
@@ -279,7 +296,7 @@ fn hostile_headers_are_refused_and_odd_but_valid_ones_accepted() {
             payload.len()
         );
         let answer = raw(&s.edge.url, lines.as_bytes(), &payload);
-        assert!(refused(&answer), "{label}: {answer:?}");
+        assert_eq!(answer_of(&answer), expected, "{label}: {answer:?}");
     }
     assert_eq!(
         stored_ids(&s),
@@ -314,15 +331,26 @@ fn a_hundred_slow_loris_uploads_do_not_stop_ordinary_deliveries() {
         let answer = deliver(&s.edge, &headers(&id), &body(&id));
         assert_eq!(answer.status, 202, "{id}: {}", answer.body);
     }
-    // The slow clients give up: each upload ends short and is answered as unreadable (or cut
-    // off), and none of them is stored.
+    // Meanwhile every slow upload is still held open, unanswered.
+    for stream in &slow {
+        stream.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        let waiting = matches!(stream.peek(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        assert!(waiting, "a slow upload was answered or closed before it ended");
+        stream.set_nonblocking(false).unwrap();
+    }
+    // The slow clients give up: each upload ends short, and the Worker, which was reading
+    // each body, answers it as unreadable (its own 400, one log line each); none is stored.
     for stream in &slow {
         stream.shutdown(Shutdown::Write).unwrap();
     }
     for mut stream in slow {
         let answer = reply(&mut stream);
-        assert!(refused(&answer), "{answer:?}");
+        assert_eq!(answer_of(&answer), worker(400, "body_unreadable"), "{answer:?}");
     }
+    let unreadable = || s.edge.logs(0).iter().filter(|line| line.contains("\"body_unreadable\"")).count();
+    tests::wait_until("the Worker's line for each slow upload", 10, || unreadable() >= 100);
+    assert_eq!(unreadable(), 100);
     let retry = deliver(&s.edge, &headers("sub_while_slow_0"), &body("sub_while_slow_0"));
     assert_eq!(retry.status, 200, "{}", retry.body);
     let expected: Vec<String> = (0..5).map(|i| format!("sub_while_slow_{i}")).collect();
