@@ -208,19 +208,31 @@ impl DynamoReceipts {
         }
     }
 
-    /// Moves the `FAILED` receipt `key` (the one received at `received_at`) back to
-    /// `RECEIVED`, into the `pending` index, noting `redrivenAt` (`now`), if it is still that
-    /// `FAILED` receipt and not past its expiry (`now_secs`: TTL's to delete).
-    pub async fn reopen(&self, key: &str, received_at: &str, now: &str, now_secs: u64) -> Result<Reopen, OperateError> {
+    /// Moves the `FAILED` receipt `key` back to `RECEIVED`, into the `pending` index, noting
+    /// `redrivenAt` (`now`), if it is still the one that was read: received at `received_at`
+    /// and failed at `failed_at` (so one that was redriven and failed again since is not
+    /// reopened twice), and not past its expiry (`now_secs`: TTL's to delete).
+    pub async fn reopen(
+        &self,
+        key: &str,
+        received_at: &str,
+        failed_at: Option<&str>,
+        now: &str,
+        now_secs: u64,
+    ) -> Result<Reopen, OperateError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
-        let update = self
+        let same_failure = match failed_at {
+            Some(_) => "failedAt = :failedAt",
+            None => "attribute_not_exists(failedAt)",
+        };
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(key))
-            .condition_expression(
-                "attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed AND expiresAt > :nowSecs",
-            )
+            .condition_expression(format!(
+                "attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed AND {same_failure} AND expiresAt > :nowSecs"
+            ))
             .update_expression(
                 "SET #status = :received, #shard = :shard, redrivenAt = :now REMOVE failedAt, failureReason",
             )
@@ -235,6 +247,9 @@ impl DynamoReceipts {
             .return_values_on_condition_check_failure(
                 aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
             );
+        if let Some(failed_at) = failed_at {
+            update = update.expression_attribute_values(":failedAt", s(failed_at));
+        }
         match update.send().await {
             Ok(_) => Ok(Reopen::Done),
             Err(error) => match error.as_service_error() {
@@ -243,7 +258,9 @@ impl DynamoReceipts {
                 )) => {
                     // The item as it was: still that FAILED receipt means only its expiry failed.
                     let text = |name| old_text(failed.item(), name);
-                    let same = text("receivedAt") == Some(received_at) && text("status") == Some("FAILED");
+                    let same = text("receivedAt") == Some(received_at)
+                        && text("status") == Some("FAILED")
+                        && text("failedAt") == failed_at;
                     Ok(if same { Reopen::Expired } else { Reopen::Changed })
                 }
                 _ => Err(operate_error(&self.table, &error)),

@@ -213,11 +213,11 @@ async fn reconcile_function(handler: &Handler<Sink, DynamoReceipts>) -> anyhow::
     .map_err(|e| anyhow!(e))
 }
 
-/// Progress on stderr for long runs: every 100 receipts and at the end.
+/// Progress on stderr for long runs ([`operate::progress_line`]).
 fn progress(what: &'static str) -> impl FnMut(usize, usize) {
     move |done, total| {
-        if total >= 100 && (done % 100 == 0 || done == total) {
-            eprintln!("{what}: {done} of {total}");
+        if let Some(line) = operate::progress_line(what, done, total) {
+            eprintln!("{line}");
         }
     }
 }

@@ -111,6 +111,12 @@ pub async fn reconcile<S: LeadSink + Sync>(
     Ok(report)
 }
 
+/// The progress line of a run over `total` receipts after `done`: runs of 100 or more say
+/// where they are every 100 receipts and at the end; shorter ones say nothing.
+pub fn progress_line(what: &str, done: usize, total: usize) -> Option<String> {
+    (total >= 100 && (done.is_multiple_of(100) || done == total)).then(|| format!("{what}: {done} of {total}"))
+}
+
 /// The event source mapping's `MaximumRecordAgeInSeconds` in `template.yaml`: past this the
 /// stream has given up on a receipt's record, and nothing but reconcile or a redrive will call
 /// the sink for it.
@@ -201,7 +207,9 @@ pub async fn redrive<S: LeadSink + Sync>(
             Some(ReceiptStatus::Completed) => done_with("already_completed", None),
             Some(ReceiptStatus::Failed) => {
                 let now = now_millis();
-                match handler.receipts.reopen(&key, &text("receivedAt"), &iso8601_millis(now), now / 1000).await? {
+                let (received_at, at) = (text("receivedAt"), iso8601_millis(now));
+                let failed_at = item.get("failedAt").and_then(|v| v.as_s());
+                match handler.receipts.reopen(&key, &received_at, failed_at, &at, now / 1000).await? {
                     Reopen::Done => {
                         reopened.push((results.len(), key.clone()));
                         done_with("reopened", Some("the stream has not settled it yet".into()))
@@ -376,6 +384,14 @@ fn shorten(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_runs_say_where_they_are_every_hundred_receipts_and_at_the_end() {
+        let lines = |total| (1..=total).filter_map(|done| progress_line("redrive", done, total)).collect::<Vec<_>>();
+        assert_eq!(lines(99), Vec::<String>::new(), "a short run says nothing");
+        assert_eq!(lines(100), ["redrive: 100 of 100"]);
+        assert_eq!(lines(250), ["redrive: 100 of 250", "redrive: 200 of 250", "redrive: 250 of 250"]);
+    }
+
     use super::*;
 
     #[test]

@@ -1,5 +1,7 @@
 //! The operator's commands when the store or the sink does not cooperate, run as the built
-//! binary against ministack: a replica behind the table (reads by key must be consistent), two
+//! binary against ministack: a replica behind the table (reads by key must be consistent; the
+//! index and `receipts list`'s scan are eventually consistent, and every key they give is read
+//! again by key before anything is done), two
 //! redrives of one receipt at the same moment, and a reconcile whose sink refuses one lead and
 //! cannot take another now.
 
@@ -7,6 +9,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::Value;
 use shared::dynamo::AttributeValue;
+use stream_worker::inventory::Reopen;
 use tests::aws::{put_item, receipt, sdk_config_at};
 use tests::delivery;
 use tests::now_millis;
@@ -16,6 +19,8 @@ use tests::stub_http::WebhookStandIn;
 use crate::operate::{stderr, world, World};
 
 const TABLE: &str = "receipts";
+/// When [`failed`]'s receipts failed.
+const FAILED_AT: &str = "2026-11-30T10:00:00.000Z";
 
 /// Stores `id`'s receipt as the stream left it after the sink refused its lead: `FAILED`,
 /// received `age_ms` ago, out of the pending index.
@@ -23,6 +28,7 @@ fn failed(w: &World, id: &str, age_ms: u64) {
     let mut item = receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1), now_millis() - age_ms).to_item();
     item.insert("status".into(), AttributeValue::S("FAILED".into()));
     item.insert("failureReason".into(), AttributeValue::S("sink_rejected".into()));
+    item.insert("failedAt".into(), AttributeValue::S(FAILED_AT.into()));
     item.remove(shared::receipt::PENDING_SHARD);
     put_item(&w.store, TABLE, &item);
 }
@@ -39,7 +45,7 @@ fn json_of(output: &Output) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn reads_by_key_are_consistent_so_a_replica_behind_the_table_misleads_no_command() {
+async fn reads_by_key_are_consistent_so_reconcile_show_and_redrive_see_the_table_not_a_replica() {
     let w = world();
     let proxy = FaultProxy::start(w.store.port);
     proxy.set(Mode::StaleReads);
@@ -123,6 +129,33 @@ fn reconcile_reports_a_refused_lead_failed_and_an_unavailable_sink_retried_later
         [status("sub_refused"), status("sub_unavailable"), status("sub_accepted")],
         ["FAILED", "RECEIVED", "COMPLETED"]
     );
-    let waiting = w.store.get(TABLE, &delivery::key("sub_unavailable")).unwrap();
-    assert!(waiting.get(shared::receipt::PENDING_SHARD).is_some(), "still in the pending index: {waiting}");
+    // In the pending index exactly while RECEIVED.
+    for (id, waiting) in [("sub_unavailable", true), ("sub_refused", false), ("sub_accepted", false)] {
+        let item = w.store.get(TABLE, &delivery::key(id)).unwrap();
+        assert_eq!(item.get(shared::receipt::PENDING_SHARD).is_some(), waiting, "{id}: {item}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receipt_redriven_and_failed_again_since_it_was_read_is_not_reopened_by_the_stale_read() {
+    let w = world();
+    failed(&w, "sub_again", 3_600_000);
+    let item = w.store.get(TABLE, &delivery::key("sub_again")).unwrap();
+    let received_at = item["receivedAt"]["S"].as_str().unwrap().to_owned();
+    let config = tests::aws::sdk_config(&w.store, &w.key).await;
+    let receipts = tests::worker::receipts(&config, TABLE);
+    let key = delivery::key("sub_again");
+    let now = now_millis();
+    let at = shared::time::iso8601_millis(now);
+    // A redrive that read the receipt when it had failed before (or read it from a version
+    // without failedAt): the receipt has been reopened and has failed again since.
+    for seen in [Some("2026-11-30T09:00:00.000Z"), None] {
+        let outcome = receipts.reopen(&key, &received_at, seen, &at, now / 1000).await.unwrap();
+        assert_eq!(outcome, Reopen::Changed, "{seen:?}");
+        assert_eq!(w.status("sub_again"), "FAILED");
+    }
+    // The failure it read is the one stored: reopened.
+    let outcome = receipts.reopen(&key, &received_at, Some(FAILED_AT), &at, now / 1000).await.unwrap();
+    assert_eq!(outcome, Reopen::Done);
+    assert_eq!(w.status("sub_again"), "RECEIVED");
 }

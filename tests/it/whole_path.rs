@@ -332,9 +332,11 @@ async fn a_redelivery_after_the_retention_window_or_the_ttl_sweep_updates_the_sa
     assert_eq!(p.sqlite_leads(), [("e2e_late".to_owned(), 2)], "the sink's key kept it to one lead");
     assert_eq!(p.receipts_now(), [("e2e_late".to_owned(), "COMPLETED".to_owned())]);
 
-    // Then TTL sweeps it: a REMOVE record, which is no lead and does not hold the stream up
-    // (ministack's reaper writes no stream record, so the sweep is a DeleteItem here). A sender
-    // replaying an old delivery after that gets a fresh receipt, whose INSERT is the same lead.
+    // Then TTL sweeps it: a REMOVE record (as a DeleteItem's, plus a `userIdentity` of the
+    // service; ministack's reaper writes no stream record, so the sweep is a DeleteItem here).
+    // The deployed mapping's filter (NewImage.status RECEIVED) keeps it from the function; the
+    // poller, which has no filter, skips it as no lead. A sender replaying an old delivery
+    // after that gets a fresh receipt, whose INSERT is the same lead.
     let key = json!({"pk": {"S": delivery::key("e2e_late")}});
     p.store.ok("DynamoDB_20120810.DeleteItem", &json!({"TableName": TABLE, "Key": key}));
     let swept = worker::drain(&p.poller(), &handler).await;

@@ -20,6 +20,7 @@ pub mod soak;
 pub mod streams_standin;
 pub mod stub_http;
 pub mod template;
+mod tidy;
 pub mod worker;
 
 use std::net::TcpListener;

@@ -1,0 +1,63 @@
+//! Rules the test code keeps, checked by reading its sources (as rust-analyzer's tidy tests
+//! do): every server a test starts listens on 127.0.0.1, on a port the system picks, and is
+//! stopped by its handle.
+
+#[cfg(test)]
+mod rules {
+    use std::path::Path;
+
+    /// Every `.rs` and `.mjs` file under `dir`, as (path relative to `tests/`, text).
+    fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "mjs") {
+                let name = path.strip_prefix(crate::repo_root().join("tests")).unwrap().display().to_string();
+                out.push((name, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+
+    #[test]
+    fn every_server_a_test_starts_listens_on_loopback_on_an_ephemeral_port_and_stops_with_its_handle() {
+        let mut files = Vec::new();
+        for dir in ["src", "it", "support", "benches", "soak_small"] {
+            sources(&crate::repo_root().join("tests").join(dir), &mut files);
+        }
+        let mut problems = Vec::new();
+        for (path, text) in files.iter().filter(|(path, _)| path != "src/tidy.rs") {
+            for (n, line) in text.lines().enumerate() {
+                let at = format!("{path}:{}", n + 1);
+                if line.contains("0.0.0.0") || line.contains("[::]") {
+                    problems.push(format!("{at}: every address: {}", line.trim()));
+                }
+                if let Some((_, argument)) = line.split_once("TcpListener::bind(") {
+                    if !argument.starts_with("\"127.0.0.1:0\"") {
+                        problems.push(format!("{at}: a listener not on 127.0.0.1:0: {}", line.trim()));
+                    }
+                }
+            }
+        }
+        // The servers other programs run are told to listen on 127.0.0.1 (on a port just
+        // picked by the system, `free_port`), and each handle stops its server when dropped.
+        let text_of = |path: &str| files.iter().find(|(p, _)| p == path).map(|(_, t)| t.as_str()).unwrap_or("");
+        for (path, told) in [
+            ("src/ministack.rs", r#".env("BIND_HOST", "127.0.0.1")"#),
+            ("src/ministack.rs", "impl Drop for Ministack"),
+            ("src/postgres.rs", "-h 127.0.0.1 -p {port}"),
+            ("src/postgres.rs", "impl Drop for Postgres"),
+            ("support/edge-runner.mjs", r#"host: "127.0.0.1""#),
+            ("support/edge-runner.mjs", "port: 0,"),
+            ("src/edge.rs", "impl Drop for Edge"),
+            ("src/stub_http.rs", "impl Drop for StubServer"),
+            ("src/proxy.rs", "impl Drop for FaultProxy"),
+            ("src/worker.rs", "impl Drop for PollerProcess"),
+        ] {
+            if !text_of(path).contains(told) {
+                problems.push(format!("{path}: no `{told}`"));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+}
