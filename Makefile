@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge browser-test mutants bench size fuzz soak capacity deploy-aws deploy-edge
+.PHONY: setup test dev demo build-edge no-std browser-test mutants bench size fuzz soak capacity deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -9,6 +9,13 @@ setup:
 # tests (with the integration suite against workerd and ministack), and the browser tests.
 test: setup
 	scripts/test.sh
+
+# shared built without std for the Worker's target and for a target with no operating system:
+# no I/O, no clock, no environment and no randomness can be reached from it (make test runs it).
+no-std:
+	cargo build -p webhook-shared --target wasm32-unknown-unknown
+	# sha2's x86 intrinsics do not build for a soft-float target; its portable code does.
+	cargo build -p webhook-shared --target x86_64-unknown-none --features sha2/force-soft
 
 # The edge Worker, into edge/build.
 build-edge: setup

@@ -34,9 +34,7 @@ python3 -m py_compile fuzz/seeds.py
 bash -n scripts/fuzz.sh
 
 step "no_std build of shared (wasm32-unknown-unknown, x86_64-unknown-none)"
-cargo build -p webhook-shared --target wasm32-unknown-unknown
-# sha2's x86 intrinsics do not build for a soft-float target; its portable code does.
-cargo build -p webhook-shared --target x86_64-unknown-none --features sha2/force-soft
+make --no-print-directory no-std
 
 step "build the edge Worker (worker-build, release)"
 scripts/build-edge.sh
