@@ -26,8 +26,8 @@ pub(crate) struct World {
     /// The operator's key, for the commands.
     pub(crate) key: AccessKey,
     /// The stream worker's, for the poller standing in for the deployed stream function.
-    worker_key: AccessKey,
-    dir: TempDir,
+    pub(crate) worker_key: AccessKey,
+    pub(crate) dir: TempDir,
 }
 
 pub(crate) fn world() -> World {

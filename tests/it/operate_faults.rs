@@ -9,7 +9,11 @@ use std::process::{Output, Stdio};
 
 use serde_json::Value;
 use shared::dynamo::AttributeValue;
+use shared::secret::SigningSecret;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
 use stream_worker::inventory::Reopen;
+use stream_worker::sink::Sink;
 use tests::aws::{put_item, receipt, sdk_config_at};
 use tests::delivery;
 use tests::now_millis;
@@ -158,4 +162,63 @@ async fn a_receipt_redriven_and_failed_again_since_it_was_read_is_not_reopened_b
     let outcome = receipts.reopen(&key, &received_at, Some(FAILED_AT), &at, now / 1000).await.unwrap();
     assert_eq!(outcome, Reopen::Done);
     assert_eq!(w.status("sub_again"), "RECEIVED");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_says_when_the_sink_refuses_again_cannot_take_it_now_or_the_receipt_is_gone() {
+    let w = world();
+    let sink = WebhookStandIn::start();
+    let secret = delivery::signing_secret();
+    failed(&w, "sub_refused_again", 2 * 3_600_000);
+    sink.refuse(&delivery::key("sub_refused_again"), 422);
+    // The stream, as the deployed function would take it, into the same sink.
+    let config = tests::aws::sdk_config(&w.store, &w.worker_key).await;
+    let poller = tests::worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
+    let webhook = SinkConfig::Webhook { url: sink.url(), secret: SigningSecret::parse(&secret).unwrap() };
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: Sink::connect(&webhook).await.unwrap(),
+        receipts: tests::worker::receipts(&config, TABLE),
+    };
+    tests::worker::drain(&poller, &handler).await;
+
+    // Reopened, then refused again by the sink while the redrive waits: it says so.
+    let redrive = {
+        let mut command = w.command(&["receipts", "redrive", "sub_refused_again", "--wait", "120s", "--json"]);
+        std::thread::spawn(move || command.output().unwrap())
+    };
+    for _ in 0..300 {
+        poller.pass(&handler).await.unwrap();
+        if redrive.is_finished() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let output = tokio::task::spawn_blocking(move || redrive.join().unwrap()).await.unwrap();
+    let result = json_of(&output);
+    assert_eq!((result[0]["outcome"].as_str(), result[0]["reason"].as_str()), (Some("failed"), Some("sink_rejected")));
+    assert_eq!(sink.attempts(&delivery::key("sub_refused_again")), 1, "the stream's one call");
+
+    // A receipt the stream gave up on, settled by the redrive itself while the sink cannot
+    // take it: retry_later, and it stays waiting.
+    w.deliver("sub_stuck", 2 * 3_600_000);
+    sink.refuse(&delivery::key("sub_stuck"), 503);
+    let output = w
+        .command(&["receipts", "redrive", "sub_stuck", "--json"])
+        .env("LEAD_SINK", sink.url())
+        .env("WEBHOOK_SINK_SECRET", &secret)
+        .output()
+        .unwrap();
+    let result = json_of(&output);
+    assert_eq!(result[0]["outcome"], "retry_later", "{result}");
+    assert_eq!(w.status("sub_stuck"), "RECEIVED");
+
+    // Listed as FAILED, gone when read (TTL swept it in between): receipt_gone, not an error.
+    let proxy = FaultProxy::start(w.store.port);
+    proxy.set(Mode::AnswerWhen("DynamoDB_20120810.GetItem".into(), 200, "{}".into()));
+    let result = json_of(&through(&w, &proxy, &["receipts", "redrive", "--status", "FAILED", "--json"]));
+    assert_eq!(
+        (result[0]["submissionId"].as_str(), result[0]["outcome"].as_str()),
+        (Some("sub_refused_again"), Some("receipt_gone"))
+    );
 }
