@@ -6,8 +6,10 @@
 //! Worker, which writes through a fault proxy to the SigV4-checking store; the stream worker's
 //! binary polls the stream and writes leads through a second fault proxy to a Standard Webhooks
 //! receiver. Both proxies cycle through faults, each phase `phase` long. Afterwards: every 2xx
-//! has its receipt, every receipt is completed, receipts == leads == distinct submissions,
-//! and every process's memory was sampled across the run.
+//! has its receipt, every receipt is completed, receipts == leads (distinct `webhook-id`s at
+//! the sink) == distinct submissions, each submission's sink requests carry one
+//! `Idempotency-Key` and one `webhook-id`, no submission was stored twice by the Worker or
+//! answered 202 twice, and every process's memory was sampled across the run.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,8 +116,8 @@ struct Job {
     race: bool,
 }
 
-/// Every attempt's outcome: (store fault at send time, status or `none`).
-type Attempts = Arc<Mutex<Vec<(&'static str, String)>>>;
+/// Every attempt's outcome: (store fault at send time, status or `none`, submission ID).
+type Attempts = Arc<Mutex<Vec<(&'static str, String, String)>>>;
 
 /// Sends `id` until a 2xx, backing off on 5xx and on no answer; a 4xx ends it (it is never
 /// right for these deliveries). Returns whether it was acknowledged, or why not.
@@ -138,7 +140,7 @@ fn deliver_until_acknowledged(
         let active = *fault.lock().unwrap();
         let answer = send("POST", url, &refs, &body);
         let status = answer.as_ref().map_or_else(|| "none".to_owned(), |a| a.status.to_string());
-        attempts.lock().unwrap().push((active, status.clone()));
+        attempts.lock().unwrap().push((active, status.clone(), id.to_owned()));
         match answer.map(|a| a.status) {
             Some(200..=299) => return Ok(()),
             Some(status @ 400..=499) => return Err(format!("answered {status}")),
@@ -395,30 +397,54 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let memory = sampler.join().unwrap_or_default();
     drop(worker);
 
-    // The sink's view: one lead per submission (the receiver deduplicates by `webhook-id`),
-    // the same content on every request that carried it.
-    let accepted = sink.state.lock().unwrap().accepted.clone();
+    // Exactly once, counted where it happens. At the sink, from its raw requests (refused
+    // ones included): each submission's requests carry one `Idempotency-Key` and one
+    // `webhook-id`, each naming that submission only; the receiver keeps one lead per
+    // `webhook-id` (as a Standard Webhooks receiver deduplicates), with the same content on
+    // every request that carried it.
+    let (requests, accepted) = {
+        let state = sink.state.lock().unwrap();
+        (state.requests.clone(), state.accepted.clone())
+    };
+    let sink_identities = sink_identity_problems(&requests);
     let mut leads: BTreeMap<String, String> = BTreeMap::new();
     let mut conflicting = BTreeSet::new();
     for request in &accepted {
-        let lead: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let id = lead["externalId"].as_str().unwrap_or_default().to_owned();
-        let text = lead.to_string();
-        if leads.get(&id).is_some_and(|before| *before != text) {
-            conflicting.insert(id.clone());
+        let message_id = request.header("webhook-id").unwrap_or_default().to_owned();
+        let text = String::from_utf8_lossy(&request.body).into_owned();
+        if leads.get(&message_id).is_some_and(|before| *before != text) {
+            conflicting.insert(message_id.clone());
         }
-        leads.insert(id, text);
+        leads.insert(message_id, text);
     }
+    // At the edge, from the Worker's own lines: never two `stored` for one submission (none
+    // is possible: when the store's answer is dropped after the write, the Worker never
+    // learns it stored, and the sender's retry is a duplicate).
+    let mut stored_lines: BTreeMap<String, usize> = BTreeMap::new();
+    for line in edge.logs(0) {
+        let record = line.find('{').and_then(|at| serde_json::from_str::<Value>(&line[at..]).ok());
+        if let Some(record) = record.filter(|r| r["outcome"] == "stored") {
+            *stored_lines.entry(record["submissionId"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+        }
+    }
+    let stored_twice: Vec<String> = stored_lines.iter().filter(|(_, n)| **n > 1).map(|(id, _)| id.clone()).collect();
 
     let stored: BTreeSet<&str> = seen.iter().map(|(id, _)| id.as_str()).collect();
     let acknowledged = acknowledged.lock().unwrap().clone();
     let attempts = attempts.lock().unwrap().clone();
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_fault: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
-    for (fault, status) in &attempts {
+    let mut created: BTreeMap<&str, usize> = BTreeMap::new();
+    for (fault, status, id) in &attempts {
         *by_status.entry(status.clone()).or_default() += 1;
         *by_fault.entry((*fault).to_owned()).or_default().entry(status.clone()).or_default() += 1;
+        if status == "202" {
+            *created.entry(id.as_str()).or_default() += 1;
+        }
     }
+    // At the senders: never two 202s for one submission (none is possible: a 202 whose answer
+    // was dropped reaches its sender as a later 200).
+    let created_twice: Vec<String> = created.iter().filter(|(_, n)| **n > 1).map(|(id, _)| (*id).to_owned()).collect();
     let report = Report {
         params_text,
         by_status,
@@ -434,12 +460,46 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
         leads: leads.len(),
         sink_requests: accepted.len(),
         conflicting_leads: conflicting.into_iter().collect(),
+        sink_identities,
+        stored_twice,
+        created_twice,
         send_seconds,
         drain_seconds,
         memory: memory.into_iter().map(|(name, series)| (name, memory_summary(&series))).collect(),
     };
     progress(&format!("done in {:.1} s", started.elapsed().as_secs_f64()));
     report
+}
+
+/// What breaks "one submission, one identity" in the sink's raw requests: a submission whose
+/// requests carry more than one `Idempotency-Key` or `webhook-id`, a `webhook-id` or key
+/// shared by two submissions, or a key that is not the submission's receipt key.
+fn sink_identity_problems(requests: &[crate::stub_http::StubRequest]) -> Vec<String> {
+    let mut keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut message_ids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut by_message_id: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for request in requests {
+        let lead: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let id = lead["externalId"].as_str().unwrap_or_default().to_owned();
+        let key = request.header("idempotency-key").unwrap_or_default().to_owned();
+        let message_id = request.header("webhook-id").unwrap_or_default().to_owned();
+        if key != delivery::key(&id) {
+            problems.push(format!("{id}: Idempotency-Key {key:?}"));
+        }
+        keys.entry(id.clone()).or_default().insert(key);
+        message_ids.entry(id.clone()).or_default().insert(message_id.clone());
+        by_message_id.entry(message_id).or_default().insert(id);
+    }
+    for (id, seen) in keys.iter().chain(&message_ids).filter(|(_, seen)| seen.len() != 1) {
+        problems.push(format!("{id}: {} identities {seen:?}", seen.len()));
+    }
+    for (message_id, ids) in by_message_id.iter().filter(|(_, ids)| ids.len() != 1) {
+        problems.push(format!("webhook-id {message_id} names {ids:?}"));
+    }
+    problems.sort();
+    problems.dedup();
+    problems
 }
 
 /// Raises its flag when dropped: the threads that watch it stop even if the run panics.

@@ -25,8 +25,15 @@ pub struct Report {
     /// Distinct leads the sink holds, and the requests it accepted for them.
     pub leads: usize,
     pub sink_requests: usize,
-    /// Submissions whose lead arrived with different content on different requests.
+    /// Leads (by `webhook-id`) that arrived with different content on different requests.
     pub conflicting_leads: Vec<String>,
+    /// Breaks of "one submission, one `Idempotency-Key`, one `webhook-id`" in the sink's raw
+    /// requests.
+    pub sink_identities: Vec<String>,
+    /// Submissions the Worker logged `stored` for more than once.
+    pub stored_twice: Vec<String>,
+    /// Submissions a sender got more than one 202 for.
+    pub created_twice: Vec<String>,
     pub send_seconds: f64,
     pub drain_seconds: Option<f64>,
     /// Resident memory per process in MiB: (first quarter's median, last quarter's median, max).
@@ -55,6 +62,24 @@ impl Report {
         if !self.conflicting_leads.is_empty() {
             problems.push(format!("leads written twice with other content: {:?}", first(&self.conflicting_leads)));
         }
+        if !self.sink_identities.is_empty() {
+            problems
+                .push(format!("sink requests without one identity per submission: {:?}", first(&self.sink_identities)));
+        }
+        if !self.stored_twice.is_empty() {
+            problems.push(format!(
+                "{} submissions stored twice by the Worker: {:?}",
+                self.stored_twice.len(),
+                first(&self.stored_twice)
+            ));
+        }
+        if !self.created_twice.is_empty() {
+            problems.push(format!(
+                "{} submissions answered 202 twice: {:?}",
+                self.created_twice.len(),
+                first(&self.created_twice)
+            ));
+        }
         problems
     }
 
@@ -80,7 +105,13 @@ impl Report {
             ("submissions acknowledged (2xx)", self.acknowledged.to_string()),
             ("receipts", self.receipts.to_string()),
             ("receipts completed", self.completed.to_string()),
-            ("leads (distinct)", self.leads.to_string()),
+            ("leads (distinct webhook-id at the sink)", self.leads.to_string()),
+            (
+                "breaks of one Idempotency-Key and one webhook-id per submission at the sink",
+                self.sink_identities.len().to_string(),
+            ),
+            ("submissions the Worker logged `stored` for twice", self.stored_twice.len().to_string()),
+            ("submissions a sender was answered 202 twice", self.created_twice.len().to_string()),
             ("requests the sink accepted", self.sink_requests.to_string()),
             ("acknowledged without a receipt", self.lost.len().to_string()),
             ("sending took", format!("{:.1} s", self.send_seconds)),
