@@ -210,9 +210,10 @@ impl AuthPolicy {
         let Some(value) = headers.get(config.header) else { return Check::Absent };
         let presented = value.trim_matches([' ', '\t']).strip_prefix(config.prefix).and_then(|s| BASE64.decode(s).ok());
         let Some(presented) = presented else { return Check::Refused(AuthError::BadSignature) };
-        let accepted = config.secrets.iter().fold(subtle::Choice::from(0), |found, secret| {
-            found | sign_body(secret, body).as_slice().ct_eq(&presented)
-        });
+        let accepted = config
+            .secrets
+            .iter()
+            .fold(subtle::Choice::from(0), |found, secret| found | sign_body(secret, body).matches(&presented));
         if bool::from(accepted) {
             Check::Accepted
         } else {
@@ -242,7 +243,7 @@ impl AuthPolicy {
         for secret in &self.signing_secrets {
             let expected = sign(secret, id, timestamp, body);
             for candidate in &presented {
-                accepted |= expected.as_slice().ct_eq(candidate.as_slice());
+                accepted |= expected.matches(candidate);
             }
         }
         if bool::from(accepted) {
@@ -280,38 +281,55 @@ fn parse_timestamp(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
-/// The raw HMAC-SHA256 of `{id}.{timestamp}.{body}` under `secret`.
-fn sign(secret: &SigningSecret, id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
+/// An HMAC-SHA256 tag computed here. Its one comparison is constant time ([`Tag::matches`]): it
+/// has no `PartialEq` to call by mistake, and its bytes leave it only in base64, as the
+/// header a sender would send.
+struct Tag([u8; 32]);
+
+impl Tag {
+    /// Whether `presented` is this MAC, compared in constant time.
+    fn matches(&self, presented: &[u8]) -> subtle::Choice {
+        self.0.as_slice().ct_eq(presented)
+    }
+
+    /// Appends the MAC in base64 to `out`.
+    fn encode_into(&self, out: &mut String) {
+        BASE64.encode_string(self.0, out);
+    }
+}
+
+/// The HMAC-SHA256 of `{id}.{timestamp}.{body}` under `secret`.
+fn sign(secret: &SigningSecret, id: &str, timestamp: &str, body: &[u8]) -> Tag {
     // HMAC takes keys of any length, so this cannot fail.
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return [0; 32] };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return Tag([0; 32]) };
     mac.update(id.as_bytes());
     mac.update(b".");
     mac.update(timestamp.as_bytes());
     mac.update(b".");
     mac.update(body);
-    mac.finalize().into_bytes().into()
+    Tag(mac.finalize().into_bytes().into())
 }
 
-/// The raw HMAC-SHA256 of `body` under `secret`.
-fn sign_body(secret: &SigningSecret, body: &[u8]) -> [u8; 32] {
+/// The HMAC-SHA256 of `body` under `secret`.
+fn sign_body(secret: &SigningSecret, body: &[u8]) -> Tag {
     // HMAC takes keys of any length, so this cannot fail.
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return [0; 32] };
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return Tag([0; 32]) };
     mac.update(body);
-    mac.finalize().into_bytes().into()
+    Tag(mac.finalize().into_bytes().into())
 }
 
 /// The value of a body signature header (`prefix` and the base64 HMAC-SHA256 of `body`) a
 /// sender would send: for tests and tools.
 pub fn body_signature_header(secret: &SigningSecret, prefix: &str, body: &[u8]) -> String {
     let mut header = String::from(prefix);
-    BASE64.encode_string(sign_body(secret, body), &mut header);
+    sign_body(secret, body).encode_into(&mut header);
     header
 }
 
 /// The `webhook-signature` header value (`v1,<base64>`) a sender would send: for tests and tools.
 pub fn signature_header(secret: &SigningSecret, id: &str, timestamp: &str, body: &[u8]) -> String {
     let mut header = String::from("v1,");
-    BASE64.encode_string(sign(secret, id, timestamp, body), &mut header);
+    sign(secret, id, timestamp, body).encode_into(&mut header);
     header
 }
 

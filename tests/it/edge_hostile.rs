@@ -1,6 +1,7 @@
 //! Hostile input through the built Worker (workerd, the SigV4-checking store): every case gets
-//! its documented 4xx or is cut off by the runtime, nothing is stored for it, and the Worker
-//! keeps serving ordinary deliveries meanwhile, slow-loris uploads included.
+//! its exact answer, the Worker's (its status and code) or the local runtime's own refusal
+//! (told apart by the Worker's log lines), nothing is stored for it, and the Worker keeps
+//! serving ordinary deliveries meanwhile, slow-loris uploads included.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -348,8 +349,8 @@ fn a_hundred_slow_loris_uploads_do_not_stop_ordinary_deliveries() {
         assert!(waiting, "a slow upload was answered or closed before it ended");
         stream.set_nonblocking(false).unwrap();
     }
-    // The slow clients give up: each upload ends short, and the Worker, which was reading
-    // each body, answers it as unreadable (its own 400, one log line each); none is stored.
+    // The slow clients give up: each upload ends short and is answered by the Worker as
+    // unreadable (its own 400 and code, one log line each); none is stored.
     for stream in &slow {
         stream.shutdown(Shutdown::Write).unwrap();
     }

@@ -344,6 +344,32 @@ fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not
 }
 
 #[test]
+fn a_reconcile_age_the_stream_may_still_be_retrying_stops_the_reconcile_function_s_start() {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.role_access_key("reconcile", tests::policies::Role::Reconcile, TABLE);
+    let sink = tests::stub_http::WebhookStandIn::start();
+    for (age, starts) in [("30m", false), ("1h", false), ("2h", true)] {
+        let env = [
+            ("_HANDLER", "reconcile".to_owned()),
+            ("RECONCILE_OLDER_THAN", age.to_owned()),
+            ("LEAD_SINK", sink.url()),
+            ("WEBHOOK_SINK_SECRET", delivery::signing_secret()),
+        ];
+        let run = run_function(&store, &key, &env, json!({"detail-type": "Scheduled Event"}), 60_000);
+        if starts {
+            assert!(!run.responses.is_empty(), "{age}: {}", run.stderr);
+        } else {
+            // At or below the mapping's maximum record age (1 h) the stream may still be
+            // retrying the receipt: the function refuses to start, naming the variable.
+            assert!(run.exited.is_some_and(|code| code != 0), "{age}: {:?} {}", run.exited, run.stderr);
+            assert!(run.stderr.contains("RECONCILE_OLDER_THAN"), "{age}: {}", run.stderr);
+            assert!(run.responses.is_empty(), "{age}: no invocation taken: {:?}", run.responses);
+        }
+    }
+}
+
+#[test]
 fn names_in_the_sink_secret_win_over_the_environment() {
     let store = Ministack::start();
     store.create_receipts_table(TABLE);

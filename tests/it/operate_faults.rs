@@ -101,6 +101,7 @@ fn two_redrives_of_one_failed_receipt_at_once_reopen_it_once() {
         })
         .collect();
     outcomes.sort();
+    assert_eq!(proxy.gathered(), 2, "both reopening updates were held, then sent together");
     assert_eq!(outcomes, ["changed_meanwhile", "reopened"]);
     let item = w.store.get(TABLE, &delivery::key("sub_twice")).unwrap();
     assert_eq!(item["status"]["S"], "RECEIVED", "{item}");

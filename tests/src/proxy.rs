@@ -35,7 +35,9 @@ pub enum Mode {
     /// yet), without forwarding; consistent reads and everything else are forwarded.
     StaleReads,
     /// Hold each request whose bytes contain the text until `count` such requests have
-    /// arrived (or 10 s have passed), then forward them all: a race made to happen every time.
+    /// arrived (or 4 s have passed, less than the SDK's 5-second operation timeout the stream
+    /// worker sets), then forward them all: a race made to happen every time
+    /// ([`FaultProxy::gathered`] says how many came).
     Together(String, usize),
 }
 
@@ -48,6 +50,7 @@ pub struct FaultProxy {
     pub accepted: Arc<AtomicUsize>,
     /// Requests that reached the real store.
     pub forwarded: Arc<AtomicUsize>,
+    gathered: Arc<(Mutex<usize>, Condvar)>,
 }
 
 impl FaultProxy {
@@ -99,7 +102,7 @@ impl FaultProxy {
                 }
             }
         });
-        FaultProxy { port, mode, stop, accepted, forwarded }
+        FaultProxy { port, mode, stop, accepted, forwarded, gathered }
     }
 
     pub fn set(&self, mode: Mode) {
@@ -109,6 +112,11 @@ impl FaultProxy {
     /// The mode itself, for a thread that switches it on a schedule.
     pub fn mode_handle(&self) -> Arc<Mutex<Mode>> {
         Arc::clone(&self.mode)
+    }
+
+    /// How many requests [`Mode::Together`] has held so far.
+    pub fn gathered(&self) -> usize {
+        *self.gathered.0.lock().unwrap()
     }
 
     pub fn endpoint(&self) -> String {
@@ -172,7 +180,7 @@ fn serve(
             let mut arrived = arrived.lock().unwrap();
             *arrived += 1;
             all_here.notify_all();
-            let _ = all_here.wait_timeout_while(arrived, Duration::from_secs(10), |n| *n < *count).unwrap();
+            let _ = all_here.wait_timeout_while(arrived, Duration::from_secs(4), |n| *n < *count).unwrap();
         }
     }
     let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", upstream_port)) else { return };

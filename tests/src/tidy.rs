@@ -1,6 +1,6 @@
-//! Rules the test code keeps, checked by reading its sources (as rust-analyzer's tidy tests
-//! do): every server a test starts listens on 127.0.0.1, on a port the system picks, and is
-//! stopped by its handle.
+//! Rules checked by reading the sources (as rust-analyzer's tidy tests do): every server a
+//! test starts listens on 127.0.0.1, on a port the system picks, and is stopped by its handle;
+//! credentials and signatures compare only in constant time, which no behaviour test can tell.
 
 #[cfg(test)]
 mod rules {
@@ -57,6 +57,46 @@ mod rules {
             if !text_of(path).contains(told) {
                 problems.push(format!("{path}: no `{told}`"));
             }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// The attribute lines right above `item` in `text`.
+    fn attributes_of<'a>(text: &'a str, item: &str) -> Vec<&'a str> {
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with(item)).unwrap_or_else(|| panic!("no `{item}`"));
+        lines[..at].iter().rev().take_while(|l| l.starts_with("#[") || l.starts_with("///")).copied().collect()
+    }
+
+    /// The text of `impl_line`'s block, up to the first line that is just `}`.
+    fn block<'a>(text: &'a str, impl_line: &str) -> Option<&'a str> {
+        let start = text.find(impl_line)?;
+        let end = text[start..].find("\n}\n").map_or(text.len(), |e| start + e);
+        Some(&text[start..end])
+    }
+
+    #[test]
+    fn credentials_and_signatures_compare_only_in_constant_time() {
+        let shared = crate::repo_root().join("shared/src");
+        let secret = std::fs::read_to_string(shared.join("secret.rs")).unwrap();
+        let auth = std::fs::read_to_string(shared.join("auth.rs")).unwrap();
+        let mut problems = Vec::new();
+        for (text, item) in
+            [(&secret, "pub struct Credential"), (&secret, "pub struct SigningSecret"), (&auth, "struct Tag")]
+        {
+            if attributes_of(text, item).iter().any(|l| l.starts_with("#[derive") && l.contains("PartialEq")) {
+                problems.push(format!("`{item}` derives PartialEq: `==` would not be constant time"));
+            }
+        }
+        // `==` on a credential or a signing secret is the constant-time comparison.
+        for item in ["impl PartialEq for Credential", "impl PartialEq for SigningSecret"] {
+            if !block(&secret, item).is_some_and(|b| b.contains("ct_eq")) {
+                problems.push(format!("no `{item}` comparing with ct_eq"));
+            }
+        }
+        // A computed signature has no `==` at all; its one comparison is ct_eq.
+        if auth.contains("impl PartialEq for Tag") || !block(&auth, "impl Tag").is_some_and(|b| b.contains("ct_eq")) {
+            problems.push("`Tag` must compare only through ct_eq, with no PartialEq".into());
         }
         assert!(problems.is_empty(), "{problems:#?}");
     }
