@@ -287,12 +287,12 @@ fn parse_timestamp(text: &str) -> Option<i64> {
 struct Tag([u8; 32]);
 
 impl Tag {
-    /// Whether `presented` is this MAC, compared in constant time.
+    /// Whether `presented` is this tag, compared in constant time.
     fn matches(&self, presented: &[u8]) -> subtle::Choice {
         self.0.as_slice().ct_eq(presented)
     }
 
-    /// Appends the MAC in base64 to `out`.
+    /// Appends the tag in base64 to `out`.
     fn encode_into(&self, out: &mut String) {
         BASE64.encode_string(self.0, out);
     }

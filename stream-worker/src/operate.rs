@@ -384,6 +384,8 @@ fn shorten(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn long_runs_say_where_they_are_every_hundred_receipts_and_at_the_end() {
         let lines = |total| (1..=total).filter_map(|done| progress_line("redrive", done, total)).collect::<Vec<_>>();
@@ -391,8 +393,6 @@ mod tests {
         assert_eq!(lines(100), ["redrive: 100 of 100"]);
         assert_eq!(lines(250), ["redrive: 100 of 250", "redrive: 200 of 250", "redrive: 250 of 250"]);
     }
-
-    use super::*;
 
     #[test]
     fn a_report_begins_with_what_was_found_and_nothing_settled() {
