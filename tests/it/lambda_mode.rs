@@ -122,9 +122,7 @@ fn metric_lines(stdout: &str) -> Vec<Value> {
 
 #[test]
 fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
 
     // The event: a real-shaped stream event whose new image is a receipt that is in the table.
     let fixture = repo_root().join("stream-worker/tests/fixtures/insert.json");
@@ -136,7 +134,7 @@ fn the_lambda_handler_applies_an_insert_and_reports_no_failures() {
     let postgres = Postgres::start();
     // The database URL (which holds a password) comes from Secrets Manager, not the environment.
     let secret = store.create_secret("stream-worker/sink", &json!({"LEAD_SINK": postgres.url()}).to_string());
-    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
+    store.allow("function", "sink-secret", "secretsmanager:GetSecretValue", &secret);
     let invocation = invoke_once(&store, &key, &[("SINK_SECRET_ARN", secret)], event);
     let logs = &invocation.stderr;
     let responses = &invocation.responses;
@@ -192,9 +190,7 @@ fn lambda_mode_refuses_a_sqlite_sink() {
 
 #[test]
 fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("reconcile", tests::policies::Role::Reconcile, TABLE);
+    let (store, key) = store_for(tests::policies::Role::Reconcile);
     let now = tests::now_millis();
     for (id, age_ms) in [("sub_old", 3 * 3_600_000), ("sub_new", 60_000)] {
         let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713);
@@ -241,6 +237,14 @@ fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
     }
 }
 
+/// A store with the receipts table, and a key holding exactly `role`'s statements.
+fn store_for(role: tests::policies::Role) -> (Ministack, AccessKey) {
+    let store = Ministack::start();
+    store.create_receipts_table(TABLE);
+    let key = store.role_access_key("function", role, TABLE);
+    (store, key)
+}
+
 /// The fixture `name`'s event, with each record's receipt stored in `store` as the edge left it.
 fn fixture_event(store: &Ministack, name: &str) -> Value {
     let fixture = repo_root().join("stream-worker/tests/fixtures").join(name);
@@ -261,9 +265,7 @@ fn failed_items(response: &Value) -> Vec<&str> {
 
 #[test]
 fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
     let event = fixture_event(&store, "batch_of_five.json");
     // A webhook sink that is down: every attempt answers 503.
     let sink = StubServer::start(|_| StubResponse::json(503, json!({"error": "down"})));
@@ -284,9 +286,7 @@ fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
 
 #[test]
 fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
     let postgres = Postgres::start();
     let env = [("LEAD_SINK", postgres.url())];
     // A deadline shorter than one record's budget: the first record is always tried, the
@@ -309,9 +309,7 @@ fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
 
 #[test]
 fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
     let portal = HubSpotStandIn::start("pat-test", "submission_id");
     let hubspot = |base_url: String, property: &str| {
         vec![
@@ -345,9 +343,7 @@ fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not
 
 #[test]
 fn a_reconcile_age_the_stream_may_still_be_retrying_stops_the_reconcile_function_s_start() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("reconcile", tests::policies::Role::Reconcile, TABLE);
+    let (store, key) = store_for(tests::policies::Role::Reconcile);
     let sink = tests::stub_http::WebhookStandIn::start();
     for (age, starts) in [("30m", false), ("1h", false), ("2h", true)] {
         let env = [
@@ -371,13 +367,11 @@ fn a_reconcile_age_the_stream_may_still_be_retrying_stops_the_reconcile_function
 
 #[test]
 fn names_in_the_sink_secret_win_over_the_environment() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
     let (from_env, from_secret) = (WebhookStandIn::start(), WebhookStandIn::start());
     let settings = json!({"LEAD_SINK": from_secret.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
     let secret = store.create_secret("stream-worker/sink", &settings.to_string());
-    store.allow("lambda", "sink-secret", "secretsmanager:GetSecretValue", &secret);
+    store.allow("function", "sink-secret", "secretsmanager:GetSecretValue", &secret);
     let env = [
         ("SINK_SECRET_ARN", secret),
         ("LEAD_SINK", from_env.url()),
@@ -391,9 +385,7 @@ fn names_in_the_sink_secret_win_over_the_environment() {
 
 #[test]
 fn records_from_another_table_s_stream_fail_the_invocation_and_write_nothing() {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.role_access_key("lambda", tests::policies::Role::StreamWorker, TABLE);
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
     let sink = WebhookStandIn::start();
     let env = [("LEAD_SINK", sink.url()), ("WEBHOOK_SINK_SECRET", delivery::signing_secret())];
     let mut event = fixture_event(&store, "insert.json");
