@@ -19,8 +19,7 @@ use crate::metrics::Tally;
 use crate::receipts::{Mark, Marked, ReceiptStore};
 use crate::sink::{LeadSink, SinkError};
 
-/// Records processed at the same time, at most (records of one receipt never are).
-pub const MAX_CONCURRENT_RECORDS: usize = 10;
+pub use crate::sink::MAX_CONCURRENT_RECORDS;
 /// Attempts per record within one invocation when the sink asks to be retried later.
 pub const MAX_ATTEMPTS: u32 = 3;
 /// Longest `Retry-After` honoured in place when there is no invocation deadline (local mode).
@@ -39,6 +38,20 @@ struct Retry(&'static str);
 
 /// What processing one record came to: its outcome and reason, or a retry.
 type Settled = Result<(&'static str, Option<&'static str>), Retry>;
+
+/// A record before its sink call: settled already (skipped, poison marked, or to retry), or
+/// a lead to write.
+enum Prepared {
+    Settled(Settled),
+    Apply(Pending),
+}
+
+/// A lead to write: the record's index in the batch, its receipt and the lead.
+struct Pending {
+    index: usize,
+    receipt: Box<shared::receipt::Receipt>,
+    lead: Box<shared::lead::Lead>,
+}
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// Processes `event`'s records ([`Handler::handle_counted`]) and reports the lowest that must
@@ -71,6 +84,17 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// is always tried, or a function whose timeout is too short would never move on.
     pub async fn handle_counted(&self, event: Event, deadline: Option<Instant>) -> (DynamoDbEventResponse, Tally) {
         let records = &event.records;
+        let results = if self.sink.batch_size() > 1 {
+            self.run_batched(records, deadline).await
+        } else {
+            self.run_lanes(records, deadline).await
+        };
+        conclude(records, results)
+    }
+
+    /// The record-at-a-time path: each lane runs its records one after another, several lanes
+    /// at once. One result per record; `None` for a record not started.
+    async fn run_lanes(&self, records: &[EventRecord], deadline: Option<Instant>) -> Vec<Option<Settled>> {
         let budget = self.sink.record_budget();
         let lowest_failure = AtomicUsize::new(usize::MAX);
         let slots = Semaphore::new(self.sink.concurrency().clamp(1, MAX_CONCURRENT_RECORDS));
@@ -106,32 +130,8 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         for (index, result) in finished.into_iter().flatten() {
             results[index] = Some(result);
         }
-        let mut response = DynamoDbEventResponse::default();
-        let mut tally = Tally::default();
-        for (record, result) in records.iter().zip(results) {
-            match result {
-                // The metrics count what happened, past the reported record too: a lead a lane
-                // wrote (or a receipt it marked FAILED) after it is real, and when the record
-                // comes again it settles as already finished, so nothing counts twice.
-                Some(Ok((outcome, reason))) => tally.settled(outcome, reason),
-                // One retry per batch, as before lanes: the lowest record hands the rest back.
-                // A later failure comes again with it and is counted when it fails then.
-                Some(Err(Retry(reason))) => {
-                    if response.batch_item_failures.is_empty() {
-                        tally.retry(reason);
-                    }
-                    report(&mut response, record);
-                }
-                // Not started: only ever after a reported failure. Were one not reported, this
-                // record is, so no record is ever skipped as if done.
-                None => report(&mut response, record),
-            }
-        }
-        // Lambda checkpoints at the lowest reported record; the first is that record.
-        response.batch_item_failures.truncate(1);
-        (response, tally)
+        results
     }
-
     /// Settles the receipt `key` as its stream record would be: read consistently, then
     /// decided and applied on the same path (same sink upsert, same conditional update). For
     /// reconcile and redrive. With `waiting_before` (reconcile's cutoff), a receipt waiting
@@ -158,11 +158,16 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         }
     }
 
-    async fn process(
-        &self,
-        record: &EventRecord,
-        deadline: Option<Instant>,
-    ) -> Result<(&'static str, Option<&'static str>), Retry> {
+    async fn process(&self, record: &EventRecord, deadline: Option<Instant>) -> Settled {
+        match self.prepare(record).await {
+            Prepared::Settled(result) => result,
+            Prepared::Apply(pending) => self.apply(sequence_number(record), &pending, deadline).await,
+        }
+    }
+
+    /// A record up to its sink call: its image (read by key when the stream carries none),
+    /// decided; settled here unless a lead is to be written.
+    async fn prepare(&self, record: &EventRecord) -> Prepared {
         let seq = sequence_number(record);
         let mut image = new_image(record);
         let key = match record.change.keys.get("pk") {
@@ -177,30 +182,33 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 Ok(None) => {
                     // Gone since (TTL): nothing is left to turn into a lead.
                     log_record(seq, submission_id_of_key(key), "skip", "receipt_gone", None, 1);
-                    return Ok(("receipt_gone", None));
+                    return Prepared::Settled(Ok(("receipt_gone", None)));
                 }
                 Err(error) => {
                     log_record(seq, submission_id_of_key(key), "fetch", "retry", Some(error.0), 1);
-                    return Err(Retry(error.0));
+                    return Prepared::Settled(Err(Retry(error.0)));
                 }
             }
         }
-        self.settle(seq, &record.event_name, image, deadline).await
+        self.prepare_image(seq, &record.event_name, image).await
     }
 
     /// Decides and applies one receipt image; `seq` is the record's sequence number for the
     /// log (empty when the receipt was read by key).
-    async fn settle(
-        &self,
-        seq: &str,
-        event_name: &str,
-        image: NewImage,
-        deadline: Option<Instant>,
-    ) -> Result<(&'static str, Option<&'static str>), Retry> {
+    async fn settle(&self, seq: &str, event_name: &str, image: NewImage, deadline: Option<Instant>) -> Settled {
+        match self.prepare_image(seq, event_name, image).await {
+            Prepared::Settled(result) => result,
+            Prepared::Apply(pending) => self.apply(seq, &pending, deadline).await,
+        }
+    }
+
+    /// Decides one receipt image: skipped, waiting or poison (marked `FAILED` here), or a lead
+    /// to write.
+    async fn prepare_image(&self, seq: &str, event_name: &str, image: NewImage) -> Prepared {
         let log = |submission_id, action, outcome, reason, attempt| {
             log_record(seq, submission_id, action, outcome, reason, attempt);
         };
-        match decide(event_name, &image, &self.mapping) {
+        Prepared::Settled(match decide(event_name, &image, &self.mapping) {
             RecordAction::Skip(reason) => {
                 log(image.submission_id(), "skip", reason, None, 1);
                 Ok((reason, None))
@@ -223,42 +231,53 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 }
                 outcome.map(|outcome| (outcome, Some(reason))).map_err(Retry)
             }
-            RecordAction::Apply { receipt, lead } => {
-                let id = Some(receipt.submission_id.as_str());
-                let mut attempt = 1;
-                loop {
-                    let mark = match self.sink.upsert(&lead, &receipt.key).await {
-                        Ok(()) => Mark::Completed,
-                        Err(SinkError::Permanent { reason }) => Mark::Failed(reason),
-                        Err(SinkError::Retryable { reason, retry_after }) => {
-                            let budget = self.sink.record_budget();
-                            match wait_allowed(retry_after, deadline, budget).filter(|_| attempt < MAX_ATTEMPTS) {
-                                Some(wait) => {
-                                    log(id, "apply", "waiting", Some(reason), attempt);
-                                    tokio::time::sleep(wait).await;
-                                    attempt += 1;
-                                    continue;
-                                }
-                                None => {
-                                    log(id, "apply", "retry", Some(reason), attempt);
-                                    return Err(Retry(reason));
-                                }
-                            }
+            RecordAction::Apply { receipt, lead } => return Prepared::Apply(Pending { index: 0, receipt, lead }),
+        })
+    }
+
+    /// Writes one lead (a retry the sink asks for waited out in place while time allows),
+    /// then marks its receipt.
+    async fn apply(&self, seq: &str, pending: &Pending, deadline: Option<Instant>) -> Settled {
+        let id = Some(pending.receipt.submission_id.as_str());
+        let mut attempt = 1;
+        loop {
+            let mark = match self.sink.upsert(&pending.lead, &pending.receipt.key).await {
+                Ok(()) => Mark::Completed,
+                Err(SinkError::Permanent { reason }) => Mark::Failed(reason),
+                Err(SinkError::Retryable { reason, retry_after }) => {
+                    let budget = self.sink.record_budget();
+                    match wait_allowed(retry_after, deadline, budget).filter(|_| attempt < MAX_ATTEMPTS) {
+                        Some(wait) => {
+                            log_record(seq, id, "apply", "waiting", Some(reason), attempt);
+                            tokio::time::sleep(wait).await;
+                            attempt += 1;
+                            continue;
                         }
-                    };
-                    let why = match mark {
-                        Mark::Failed(reason) => Some(reason),
-                        Mark::Completed => None,
-                    };
-                    let outcome = self.finish(&receipt.key, &receipt.received_at, mark).await;
-                    match outcome {
-                        Ok(outcome) => log(id, "apply", outcome, why, attempt),
-                        Err(reason) => log(id, "apply", "retry", Some(reason), attempt),
+                        None => {
+                            log_record(seq, id, "apply", "retry", Some(reason), attempt);
+                            return Err(Retry(reason));
+                        }
                     }
-                    return outcome.map(|outcome| (outcome, why)).map_err(Retry);
                 }
-            }
+            };
+            return self.mark_applied(seq, pending, mark, attempt).await;
         }
+    }
+
+    /// Marks the receipt of a lead the sink took (`Completed`) or refused (`Failed`), and logs
+    /// the outcome.
+    async fn mark_applied(&self, seq: &str, pending: &Pending, mark: Mark<'static>, attempt: u32) -> Settled {
+        let id = Some(pending.receipt.submission_id.as_str());
+        let why = match mark {
+            Mark::Failed(reason) => Some(reason),
+            Mark::Completed => None,
+        };
+        let outcome = self.finish(&pending.receipt.key, &pending.receipt.received_at, mark).await;
+        match outcome {
+            Ok(outcome) => log_record(seq, id, "apply", outcome, why, attempt),
+            Err(reason) => log_record(seq, id, "apply", "retry", Some(reason), attempt),
+        }
+        outcome.map(|outcome| (outcome, why)).map_err(Retry)
     }
 
     /// Marks the receipt; `Ok("completed" | "failed" | "already_finished" | "receipt_gone")`,
@@ -272,6 +291,34 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
             Err(error) => Err(error.0),
         }
     }
+}
+
+/// The response and the tally from each record's result (`None`: not started).
+fn conclude(records: &[EventRecord], results: Vec<Option<Settled>>) -> (DynamoDbEventResponse, Tally) {
+    let mut response = DynamoDbEventResponse::default();
+    let mut tally = Tally::default();
+    for (record, result) in records.iter().zip(results) {
+        match result {
+            // The metrics count what happened, past the reported record too: a lead a lane
+            // wrote (or a receipt it marked FAILED) after it is real, and when the record
+            // comes again it settles as already finished, so nothing counts twice.
+            Some(Ok((outcome, reason))) => tally.settled(outcome, reason),
+            // One retry per batch, as before lanes: the lowest record hands the rest back.
+            // A later failure comes again with it and is counted when it fails then.
+            Some(Err(Retry(reason))) => {
+                if response.batch_item_failures.is_empty() {
+                    tally.retry(reason);
+                }
+                report(&mut response, record);
+            }
+            // Not started: only ever after a reported failure. Were one not reported, this
+            // record is, so no record is ever skipped as if done.
+            None => report(&mut response, record),
+        }
+    }
+    // Lambda checkpoints at the lowest reported record; the first is that record.
+    response.batch_item_failures.truncate(1);
+    (response, tally)
 }
 
 /// Adds `record` to the report of records to retry.
@@ -368,5 +415,8 @@ fn log_record(
     eprintln!("{}", RecordLog { sequence_number, submission_id, action, outcome, reason, attempt }.to_json_line());
 }
 
+mod batched;
+#[cfg(test)]
+mod batched_tests;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,9 @@
 //! `_HANDLER` is `reconcile`), `poll` for local runs, and the operator's commands
 //! (`reconcile`, `receipts list|show|redrive`). `stream-worker --help` says how.
 
+// The handler's batch futures nest deeper than the default limit of trait queries allows.
+#![recursion_limit = "256"]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

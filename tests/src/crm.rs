@@ -1,8 +1,9 @@
 //! Stand-ins for HubSpot and Salesforce, written to their documented upsert behaviour. They
 //! are the only fakes in the suite: the real services cannot be reached from here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -68,7 +69,37 @@ pub struct HubSpotState {
     /// Unique ticket values compare without case (HubSpot documents neither way): a read by
     /// `abcDEF` finds the ticket of `ABCdef`.
     pub fold_ticket_ids: bool,
+    /// The private app's burst limit: at most this many requests in any rolling interval
+    /// (HubSpot's Free and Starter: 100 per 10 s), the rest answered 429 with the
+    /// `TEN_SECONDLY_ROLLING` policy; `None`: no limit.
+    pub rate_limit: Option<(usize, Duration)>,
+    /// When each request of the current window came.
+    pub window: VecDeque<Instant>,
+    /// Requests left today (`X-HubSpot-RateLimit-Daily-Remaining`), counted down per request.
+    pub daily_remaining: u64,
+    /// 429s answered for the burst limit.
+    pub throttled: usize,
     next_id: u64,
+}
+
+/// HubSpot's documented burst limit for a private app on Free and Starter.
+pub const HUBSPOT_BURST: (usize, Duration) = (100, Duration::from_secs(10));
+
+/// `response` with the rate-limit headers HubSpot puts on every answer.
+fn with_limits(state: &HubSpotState, mut response: StubResponse) -> StubResponse {
+    if let Some((max, interval)) = state.rate_limit {
+        let remaining = max.saturating_sub(state.window.len());
+        response.headers.extend([
+            ("X-HubSpot-RateLimit-Max".to_owned(), max.to_string()),
+            ("X-HubSpot-RateLimit-Remaining".to_owned(), remaining.to_string()),
+            ("X-HubSpot-RateLimit-Interval-Milliseconds".to_owned(), interval.as_millis().to_string()),
+        ]);
+    }
+    response.headers.extend([
+        ("X-HubSpot-RateLimit-Daily".to_owned(), "250000".to_owned()),
+        ("X-HubSpot-RateLimit-Daily-Remaining".to_owned(), state.daily_remaining.to_string()),
+    ]);
+    response
 }
 
 impl HubSpotState {
@@ -164,294 +195,28 @@ impl HubSpotStandIn {
     pub fn start(token: &str, id_property: &str) -> HubSpotStandIn {
         let state = Arc::new(Mutex::new(HubSpotState {
             ticket_property: Some((id_property.to_owned(), true)),
+            rate_limit: Some(HUBSPOT_BURST),
+            daily_remaining: 250_000,
             ..HubSpotState::default()
         }));
         let (token, shared) = (token.to_owned(), Arc::clone(&state));
         let server = StubServer::start(move |request: StubRequest| {
             let mut state = shared.lock().unwrap();
-            state.requests += 1;
-            if let Some((status, retry_after)) = state.fail_next.take() {
-                return hubspot_failure(status, retry_after);
-            }
-            let path_only = request.path.split('?').next().unwrap_or_default().to_owned();
-            let failing = state.fail_path.iter_mut().find(|(suffix, _)| path_only.ends_with(suffix.as_str()));
-            if let Some((status, retry_after)) = failing.and_then(|(_, failure)| failure.take()) {
-                return hubspot_failure(status, retry_after);
-            }
-            if state.throttle_first > 0 {
-                state.throttle_first -= 1;
-                return hubspot_failure(429, None);
-            }
-            if state.fail_first > 0 {
-                state.fail_first -= 1;
-                return hubspot_failure(502, None);
-            }
-            if request.header("authorization") != Some(&format!("Bearer {token}")) {
-                return StubResponse::json(401, json!({"status": "error", "category": "INVALID_AUTHENTICATION"}));
-            }
-            let media_type = request.header("content-type").and_then(|t| t.split(';').next()).map(str::trim);
-            if !request.body.is_empty() && !media_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
-                return StubResponse::json(
-                    415,
-                    json!({"status": "error", "message": "Unsupported Media Type", "category": "UNSUPPORTED_MEDIA_TYPE"}),
-                );
-            }
-            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-            state.calls.push(format!("{} {path_only}", request.method));
-            let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
-            if let Some(unknown) = unknown_property(&state, &path, &body) {
-                return StubResponse::json(
-                    400,
-                    json!({
-                        "status": "error", "category": "VALIDATION_ERROR",
-                        "message": format!("Property values were not valid: Property \"{unknown}\" does not exist"),
-                        "errors": [{"message": format!("Property \"{unknown}\" does not exist"),
-                                    "code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": [unknown]}}]
-                    }),
-                );
-            }
-            match (request.method.as_str(), path.as_slice()) {
-                ("POST", ["crm", "v3", "objects", "tickets", "batch", "read"]) => {
-                    let id_property = body["idProperty"].as_str().unwrap_or_default();
-                    if state.ticket_property.as_ref().is_none_or(|(p, unique)| p != id_property || !unique) {
-                        return validation_error(
-                            &format!("Unable to perform read by non-unique property {id_property}"),
-                            "INVALID_ID_PROPERTY",
-                        );
-                    }
-                    let (mut results, mut missing) = (Vec::new(), Vec::new());
-                    // Only the properties asked for come back (and HubSpot's own object ID).
-                    let asked: Vec<&str> =
-                        body["properties"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-                    for input in body["inputs"].as_array().into_iter().flatten() {
-                        let id = input["id"].as_str().unwrap_or_default();
-                        let matched = state.tickets.keys().find(|k| state.ticket_key(k) == state.ticket_key(id));
-                        match matched.and_then(|k| state.tickets.get(k)) {
-                            Some((ticket_id, properties)) => {
-                                let mut shown = json!({"hs_object_id": ticket_id});
-                                for name in &asked {
-                                    if let Some(value) = properties.get(*name) {
-                                        shown[*name] = value.clone();
-                                    }
-                                }
-                                results.push(json!({"id": ticket_id, "properties": shown}));
-                            }
-                            None => missing.push(id.to_owned()),
-                        }
-                    }
-                    if missing.is_empty() {
-                        return StubResponse::json(200, json!({"status": "COMPLETE", "results": results}));
-                    }
-                    StubResponse::json(
-                        207,
-                        json!({"status": "COMPLETE", "results": results, "numErrors": 1, "errors": [{
-                            "status": "error", "category": "OBJECT_NOT_FOUND",
-                            "message": "Could not get some TICKET objects, they may be deleted or not exist.",
-                            "context": {"ids": missing}
-                        }]}),
-                    )
+            let now = Instant::now();
+            if let Some((max, interval)) = state.rate_limit {
+                while state.window.front().is_some_and(|sent| *sent + interval <= now) {
+                    state.window.pop_front();
                 }
-                ("GET", ["crm", "v4", "objects", "tickets", ticket, "associations", "contacts"]) => {
-                    if !state.tickets.values().any(|(id, _)| id == ticket) {
-                        return StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}));
-                    }
-                    let results: Vec<Value> = state
-                        .associations
-                        .iter()
-                        .filter(|(t, _)| t == ticket)
-                        .map(|(_, contact)| {
-                            json!({"toObjectId": contact.parse::<u64>().unwrap_or_default(),
-                            "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 16, "label": null}]})
-                        })
-                        .collect();
-                    StubResponse::json(200, json!({"results": results}))
+                if state.window.len() >= max {
+                    state.throttled += 1;
+                    let mut response = hubspot_failure(429, None);
+                    response.headers.clear();
+                    return with_limits(&state, response);
                 }
-                ("GET", ["crm", "v3", "properties", "tickets", name]) => match &state.ticket_property {
-                    Some((property, unique)) if property == name => StubResponse::json(
-                        200,
-                        json!({"name": name, "type": "string", "fieldType": "text", "hasUniqueValue": unique}),
-                    ),
-                    _ => StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"})),
-                },
-                ("GET", ["crm", "v3", "pipelines", "tickets", "0"]) => StubResponse::json(
-                    200,
-                    json!({
-                        "id": "0", "label": "Support Pipeline",
-                        "stages": [{"id": "1", "label": "New"}, {"id": "2", "label": "Waiting on contact"}, {"id": "4", "label": "Closed"}]
-                    }),
-                ),
-                ("GET", ["crm", "v3", "pipelines", "tickets", _]) => {
-                    StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}))
-                }
-                ("POST", ["crm", "v3", "objects", "contacts"]) => {
-                    let email = body["properties"]["email"].as_str().unwrap_or_default().to_owned();
-                    if let Some(existing) = state.contact_by_email(&email) {
-                        return StubResponse::json(
-                            409,
-                            json!({
-                                "status": "error", "category": "CONFLICT",
-                                "message": format!("Contact already exists. Existing ID: {existing}")
-                            }),
-                        );
-                    }
-                    let id = state.new_id();
-                    state.contacts.insert(id.clone(), body["properties"].clone());
-                    StubResponse::json(201, json!({"id": id, "properties": body["properties"]}))
-                }
-                ("POST", ["crm", "v3", "objects", object @ ("contacts" | "tickets"), "batch", "upsert"]) => {
-                    let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
-                    let ids: BTreeSet<&str> = inputs.iter().filter_map(|i| i["id"].as_str()).collect();
-                    if ids.len() != inputs.len() {
-                        return validation_error("Duplicate IDs found in batch input", "DUPLICATE_ID");
-                    }
-                    let (mut results, mut errors) = (Vec::new(), Vec::new());
-                    for input in &inputs {
-                        let id = input["id"].as_str().unwrap_or_default().to_owned();
-                        let id_property = input["idProperty"].as_str().unwrap_or_default();
-                        let properties = input["properties"].as_object().cloned().unwrap_or_default();
-                        if properties.values().any(|v| v.as_str().is_some_and(|t| t.chars().count() > 65_536)) {
-                            errors.push(json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_STRING_LENGTH",
-                                "message": "Property values were not valid", "context": {"id": [id]}}));
-                            continue;
-                        }
-                        if *object == "contacts" {
-                            if id_property != "email" {
-                                return validation_error(
-                                    &format!("Property \"{id_property}\" does not exist"),
-                                    "PROPERTY_DOESNT_EXIST",
-                                );
-                            }
-                            // As for tickets: the ID property's value, when given, is the ID.
-                            if properties.get("email").is_some_and(|v| v.as_str() != Some(id.as_str())) {
-                                return validation_error("properties[idProperty] must equal id", "INVALID_ID");
-                            }
-                            let racing = state.contact_conflicts_once > 0;
-                            state.contact_conflicts_once = state.contact_conflicts_once.saturating_sub(1);
-                            if racing || state.conflicting_emails.iter().any(|e| e.eq_ignore_ascii_case(&id)) {
-                                return StubResponse::json(
-                                    409,
-                                    json!({
-                                        "status": "error", "category": "CONFLICT",
-                                        "message": "Contact already exists. Existing ID: 901"
-                                    }),
-                                );
-                            }
-                            if let Some(error) = state.refuse_inputs.get(&id).cloned() {
-                                errors.push(error);
-                                continue;
-                            }
-                            if !id.contains('@') {
-                                errors.push(
-                                    json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_EMAIL",
-                                    "message": format!("Email address {id} is invalid"),
-                                    "context": {"id": [id], "propertyName": ["email"]}}),
-                                );
-                                continue;
-                            }
-                            let (contact_id, created) = match state.contact_by_email(&id) {
-                                Some(existing) => (existing, false),
-                                None => {
-                                    let new = state.new_id();
-                                    state.contacts.insert(new.clone(), json!({"email": id}));
-                                    (new, true)
-                                }
-                            };
-                            let contact = state.contacts.get_mut(&contact_id).unwrap();
-                            for (name, value) in properties {
-                                contact[name] = value;
-                            }
-                            results.push(json!({"id": contact_id, "new": created, "properties": contact.clone()}));
-                        } else {
-                            match &state.ticket_property {
-                                Some((property, true)) if property == id_property => {}
-                                Some((property, false)) if property == id_property => {
-                                    return validation_error(
-                                        &format!("Property \"{id_property}\" is not unique"),
-                                        "INVALID_ID_PROPERTY",
-                                    );
-                                }
-                                _ => {
-                                    return validation_error(
-                                        &format!("Property \"{id_property}\" does not exist"),
-                                        "PROPERTY_DOESNT_EXIST",
-                                    )
-                                }
-                            }
-                            if properties.get(id_property).and_then(Value::as_str) != Some(id.as_str()) {
-                                return validation_error("properties[idProperty] must equal id", "INVALID_ID");
-                            }
-                            if let Some(error) = state.refuse_inputs.get(&id).cloned() {
-                                errors.push(error);
-                                continue;
-                            }
-                            if properties.get("hs_pipeline").and_then(Value::as_str) == Some("0")
-                                && !["1", "2", "4"].contains(
-                                    &properties.get("hs_pipeline_stage").and_then(Value::as_str).unwrap_or_default(),
-                                )
-                            {
-                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_OPTION",
-                                    "message": "Property values were not valid", "context": {"propertyName": ["hs_pipeline_stage"]}}));
-                                continue;
-                            }
-                            let missing = ["subject", "hs_pipeline", "hs_pipeline_stage"]
-                                .into_iter()
-                                .find(|p| properties.get(*p).and_then(Value::as_str).is_none_or(str::is_empty));
-                            if let Some(missing) = missing {
-                                errors.push(json!({"status": "error", "category": "VALIDATION_ERROR",
-                                    "message": format!("Property {missing} is required"), "context": {"id": [id]}}));
-                                continue;
-                            }
-                            let created = !state.tickets.contains_key(&id);
-                            if created {
-                                let ticket_id = state.new_id();
-                                state.tickets.insert(id.clone(), (ticket_id, json!({})));
-                            }
-                            let (ticket_id, ticket) = state.tickets.get_mut(&id).unwrap();
-                            for (name, value) in properties {
-                                ticket[name] = value;
-                            }
-                            results
-                                .push(json!({"id": ticket_id.clone(), "new": created, "properties": ticket.clone()}));
-                        }
-                    }
-                    // "Error handling": a batch answers 207 per-input errors only when its inputs
-                    // carry `objectWriteTraceId` (multi-status on); otherwise a refused input is a
-                    // 400 `VALIDATION_ERROR` for the whole request.
-                    let multi_status = inputs.iter().any(|i| i.get("objectWriteTraceId").is_some());
-                    if errors.is_empty() {
-                        StubResponse::json(200, json!({"status": "COMPLETE", "results": results}))
-                    } else if multi_status {
-                        StubResponse::json(
-                            207,
-                            json!({"status": "COMPLETE", "results": results, "numErrors": errors.len(), "errors": errors}),
-                        )
-                    } else {
-                        StubResponse::json(
-                            400,
-                            json!({"status": "error", "category": "VALIDATION_ERROR",
-                                   "message": "Some inputs were not valid", "errors": errors}),
-                        )
-                    }
-                }
-                (
-                    "PUT",
-                    ["crm", "v4", "objects", "tickets", ticket, "associations", "default", "contacts", contact],
-                ) => {
-                    let ticket_exists = state.tickets.values().any(|(id, _)| id == ticket);
-                    if !ticket_exists || !state.contacts.contains_key(*contact) {
-                        return StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}));
-                    }
-                    state.associations.insert(((*ticket).to_owned(), (*contact).to_owned()));
-                    StubResponse::json(
-                        200,
-                        json!({"status": "COMPLETE", "results": [{
-                            "from": {"id": ticket}, "to": {"id": contact},
-                            "associationSpec": {"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 16}
-                        }]}),
-                    )
-                }
-                _ => StubResponse::json(404, json!({"status": "error"})),
+                state.window.push_back(now);
             }
+            let response = serve(&mut state, &token, &request);
+            with_limits(&state, response)
         });
         HubSpotStandIn { server, state }
     }
@@ -459,6 +224,364 @@ impl HubSpotStandIn {
     /// Answers the next requests with `failure` (429 with the `RATE_LIMIT` body, 5xx, ...).
     pub fn fail_next(&self, failure: FailNext) {
         self.state.lock().unwrap().fail_next = failure;
+    }
+}
+
+/// A batch's results in another order than their inputs: HubSpot does not promise the order,
+/// so a client matching results by position must fail here.
+fn unordered(mut results: Vec<Value>) -> Vec<Value> {
+    results.reverse();
+    results
+}
+
+/// A batch result carrying its input's `objectWriteTraceId`, as HubSpot's results do.
+fn result_traced(trace: &Option<Value>, mut result: Value) -> Value {
+    if let Some(trace) = trace {
+        result["objectWriteTraceId"] = trace.clone();
+    }
+    result
+}
+
+/// A per-input error naming its input's `objectWriteTraceId` in its context.
+fn error_traced(trace: &Option<Value>, mut error: Value) -> Value {
+    if let Some(trace) = trace {
+        if !error["context"].is_object() {
+            error["context"] = json!({});
+        }
+        error["context"]["objectWriteTraceId"] = json!([trace]);
+    }
+    error
+}
+
+/// The answer to one request the rate limit let through.
+fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubResponse {
+    state.requests += 1;
+    state.daily_remaining = state.daily_remaining.saturating_sub(1);
+    if let Some((status, retry_after)) = state.fail_next.take() {
+        return hubspot_failure(status, retry_after);
+    }
+    let path_only = request.path.split('?').next().unwrap_or_default().to_owned();
+    let failing = state.fail_path.iter_mut().find(|(suffix, _)| path_only.ends_with(suffix.as_str()));
+    if let Some((status, retry_after)) = failing.and_then(|(_, failure)| failure.take()) {
+        return hubspot_failure(status, retry_after);
+    }
+    if state.throttle_first > 0 {
+        state.throttle_first -= 1;
+        return hubspot_failure(429, None);
+    }
+    if state.fail_first > 0 {
+        state.fail_first -= 1;
+        return hubspot_failure(502, None);
+    }
+    if request.header("authorization") != Some(&format!("Bearer {token}")) {
+        return StubResponse::json(401, json!({"status": "error", "category": "INVALID_AUTHENTICATION"}));
+    }
+    let media_type = request.header("content-type").and_then(|t| t.split(';').next()).map(str::trim);
+    if !request.body.is_empty() && !media_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
+        return StubResponse::json(
+            415,
+            json!({"status": "error", "message": "Unsupported Media Type", "category": "UNSUPPORTED_MEDIA_TYPE"}),
+        );
+    }
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    state.calls.push(format!("{} {path_only}", request.method));
+    let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
+    if let Some(unknown) = unknown_property(state, &path, &body) {
+        return StubResponse::json(
+            400,
+            json!({
+                "status": "error", "category": "VALIDATION_ERROR",
+                "message": format!("Property values were not valid: Property \"{unknown}\" does not exist"),
+                "errors": [{"message": format!("Property \"{unknown}\" does not exist"),
+                            "code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": [unknown]}}]
+            }),
+        );
+    }
+    match (request.method.as_str(), path.as_slice()) {
+        ("POST", ["crm", "v3", "objects", "tickets", "batch", "read"]) => {
+            let id_property = body["idProperty"].as_str().unwrap_or_default();
+            if state.ticket_property.as_ref().is_none_or(|(p, unique)| p != id_property || !unique) {
+                return validation_error(
+                    &format!("Unable to perform read by non-unique property {id_property}"),
+                    "INVALID_ID_PROPERTY",
+                );
+            }
+            let (mut results, mut missing) = (Vec::new(), Vec::new());
+            // Only the properties asked for come back (and HubSpot's own object ID).
+            let asked: Vec<&str> =
+                body["properties"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            for input in body["inputs"].as_array().into_iter().flatten() {
+                let id = input["id"].as_str().unwrap_or_default();
+                let matched = state.tickets.keys().find(|k| state.ticket_key(k) == state.ticket_key(id));
+                match matched.and_then(|k| state.tickets.get(k)) {
+                    Some((ticket_id, properties)) => {
+                        let mut shown = json!({"hs_object_id": ticket_id});
+                        for name in &asked {
+                            if let Some(value) = properties.get(*name) {
+                                shown[*name] = value.clone();
+                            }
+                        }
+                        results.push(json!({"id": ticket_id, "properties": shown}));
+                    }
+                    None => missing.push(id.to_owned()),
+                }
+            }
+            if missing.is_empty() {
+                return StubResponse::json(200, json!({"status": "COMPLETE", "results": unordered(results)}));
+            }
+            StubResponse::json(
+                207,
+                json!({"status": "COMPLETE", "results": unordered(results), "numErrors": 1, "errors": [{
+                    "status": "error", "category": "OBJECT_NOT_FOUND",
+                    "message": "Could not get some TICKET objects, they may be deleted or not exist.",
+                    "context": {"ids": missing}
+                }]}),
+            )
+        }
+        ("POST", ["crm", "v4", "associations", "tickets", "contacts", "batch", "read"]) => {
+            let (mut results, mut errors) = (Vec::new(), Vec::new());
+            for input in body["inputs"].as_array().into_iter().flatten() {
+                let ticket = input["id"].as_str().unwrap_or_default();
+                let to: Vec<Value> = state
+                    .associations
+                    .iter()
+                    .filter(|(t, _)| t == ticket)
+                    .map(|(_, contact)| {
+                        json!({"toObjectId": contact.parse::<u64>().unwrap_or_default(),
+                               "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 16, "label": null}]})
+                    })
+                    .collect();
+                if to.is_empty() {
+                    errors.push(json!({"status": "error", "category": "OBJECT_NOT_FOUND",
+                        "message": format!("No tickets to contacts associations found for {ticket}"),
+                        "context": {"fromObjectId": [ticket]}}));
+                } else {
+                    results.push(json!({"from": {"id": ticket}, "to": to}));
+                }
+            }
+            let status = if errors.is_empty() { 200 } else { 207 };
+            StubResponse::json(
+                status,
+                json!({"status": "COMPLETE", "results": unordered(results), "numErrors": errors.len(), "errors": errors}),
+            )
+        }
+        ("POST", ["crm", "v4", "associations", "tickets", "contacts", "batch", "associate", "default"]) => {
+            let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
+            let pairs: BTreeSet<(String, String)> = inputs
+                .iter()
+                .map(|i| {
+                    (
+                        i["from"]["id"].as_str().unwrap_or_default().to_owned(),
+                        i["to"]["id"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            if pairs.len() != inputs.len() {
+                return validation_error("Duplicate associations found in batch input", "DUPLICATE_ID");
+            }
+            let (mut results, mut errors) = (Vec::new(), Vec::new());
+            for (ticket, contact) in pairs {
+                let ticket_exists = state.tickets.values().any(|(id, _)| *id == ticket);
+                if !ticket_exists || !state.contacts.contains_key(&contact) {
+                    errors.push(json!({"status": "error", "category": "OBJECT_NOT_FOUND",
+                        "context": {"fromObjectId": [ticket], "toObjectId": [contact]}}));
+                    continue;
+                }
+                state.associations.insert((ticket.clone(), contact.clone()));
+                results.push(json!({"from": {"id": ticket}, "to": {"id": contact},
+                    "associationSpec": {"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 16}}));
+            }
+            let status = if errors.is_empty() { 200 } else { 207 };
+            StubResponse::json(
+                status,
+                json!({"status": "COMPLETE", "results": unordered(results), "numErrors": errors.len(), "errors": errors}),
+            )
+        }
+        ("GET", ["crm", "v3", "properties", "tickets", name]) => match &state.ticket_property {
+            Some((property, unique)) if property == name => StubResponse::json(
+                200,
+                json!({"name": name, "type": "string", "fieldType": "text", "hasUniqueValue": unique}),
+            ),
+            _ => StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"})),
+        },
+        ("GET", ["crm", "v3", "pipelines", "tickets", "0"]) => StubResponse::json(
+            200,
+            json!({
+                "id": "0", "label": "Support Pipeline",
+                "stages": [{"id": "1", "label": "New"}, {"id": "2", "label": "Waiting on contact"}, {"id": "4", "label": "Closed"}]
+            }),
+        ),
+        ("GET", ["crm", "v3", "pipelines", "tickets", _]) => {
+            StubResponse::json(404, json!({"status": "error", "category": "OBJECT_NOT_FOUND"}))
+        }
+        ("POST", ["crm", "v3", "objects", "contacts"]) => {
+            let email = body["properties"]["email"].as_str().unwrap_or_default().to_owned();
+            if let Some(existing) = state.contact_by_email(&email) {
+                return StubResponse::json(
+                    409,
+                    json!({
+                        "status": "error", "category": "CONFLICT",
+                        "message": format!("Contact already exists. Existing ID: {existing}")
+                    }),
+                );
+            }
+            let id = state.new_id();
+            state.contacts.insert(id.clone(), body["properties"].clone());
+            StubResponse::json(201, json!({"id": id, "properties": body["properties"]}))
+        }
+        ("POST", ["crm", "v3", "objects", object @ ("contacts" | "tickets"), "batch", "upsert"]) => {
+            let inputs = body["inputs"].as_array().cloned().unwrap_or_default();
+            // Emails are one address in any case: a batch naming one in two cases names it twice.
+            let ids: BTreeSet<String> = inputs
+                .iter()
+                .filter_map(|i| i["id"].as_str())
+                .map(|id| if *object == "contacts" { id.to_lowercase() } else { id.to_owned() })
+                .collect();
+            if ids.len() != inputs.len() {
+                return validation_error("Duplicate IDs found in batch input", "DUPLICATE_ID");
+            }
+            let (mut results, mut errors) = (Vec::new(), Vec::new());
+            for input in &inputs {
+                let id = input["id"].as_str().unwrap_or_default().to_owned();
+                let trace = input.get("objectWriteTraceId").cloned();
+                let id_property = input["idProperty"].as_str().unwrap_or_default();
+                let properties = input["properties"].as_object().cloned().unwrap_or_default();
+                if properties.values().any(|v| v.as_str().is_some_and(|t| t.chars().count() > 65_536)) {
+                    errors.push(error_traced(
+                        &trace,
+                        json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_STRING_LENGTH",
+                        "message": "Property values were not valid", "context": {"id": [id]}}),
+                    ));
+                    continue;
+                }
+                if *object == "contacts" {
+                    if id_property != "email" {
+                        return validation_error(
+                            &format!("Property \"{id_property}\" does not exist"),
+                            "PROPERTY_DOESNT_EXIST",
+                        );
+                    }
+                    // As for tickets: the ID property's value, when given, is the ID.
+                    if properties.get("email").is_some_and(|v| v.as_str() != Some(id.as_str())) {
+                        return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                    }
+                    let racing = state.contact_conflicts_once > 0;
+                    state.contact_conflicts_once = state.contact_conflicts_once.saturating_sub(1);
+                    if racing || state.conflicting_emails.iter().any(|e| e.eq_ignore_ascii_case(&id)) {
+                        return StubResponse::json(
+                            409,
+                            json!({
+                                "status": "error", "category": "CONFLICT",
+                                "message": "Contact already exists. Existing ID: 901"
+                            }),
+                        );
+                    }
+                    if let Some(error) = state.refuse_inputs.get(&id).cloned() {
+                        errors.push(error_traced(&trace, error));
+                        continue;
+                    }
+                    if !id.contains('@') {
+                        errors.push(error_traced(
+                            &trace,
+                            json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_EMAIL",
+                            "message": format!("Email address {id} is invalid"),
+                            "context": {"id": [id], "propertyName": ["email"]}}),
+                        ));
+                        continue;
+                    }
+                    let (contact_id, created) = match state.contact_by_email(&id) {
+                        Some(existing) => (existing, false),
+                        None => {
+                            let new = state.new_id();
+                            state.contacts.insert(new.clone(), json!({"email": id}));
+                            (new, true)
+                        }
+                    };
+                    let contact = state.contacts.get_mut(&contact_id).unwrap();
+                    for (name, value) in properties {
+                        contact[name] = value;
+                    }
+                    results.push(result_traced(
+                        &trace,
+                        json!({"id": contact_id, "new": created, "properties": contact.clone()}),
+                    ));
+                } else {
+                    match &state.ticket_property {
+                        Some((property, true)) if property == id_property => {}
+                        Some((property, false)) if property == id_property => {
+                            return validation_error(
+                                &format!("Property \"{id_property}\" is not unique"),
+                                "INVALID_ID_PROPERTY",
+                            );
+                        }
+                        _ => {
+                            return validation_error(
+                                &format!("Property \"{id_property}\" does not exist"),
+                                "PROPERTY_DOESNT_EXIST",
+                            )
+                        }
+                    }
+                    if properties.get(id_property).and_then(Value::as_str) != Some(id.as_str()) {
+                        return validation_error("properties[idProperty] must equal id", "INVALID_ID");
+                    }
+                    if let Some(error) = state.refuse_inputs.get(&id).cloned() {
+                        errors.push(error_traced(&trace, error));
+                        continue;
+                    }
+                    if properties.get("hs_pipeline").and_then(Value::as_str) == Some("0")
+                        && !["1", "2", "4"]
+                            .contains(&properties.get("hs_pipeline_stage").and_then(Value::as_str).unwrap_or_default())
+                    {
+                        errors.push(error_traced(&trace, json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_OPTION",
+                            "message": "Property values were not valid", "context": {"propertyName": ["hs_pipeline_stage"]}})));
+                        continue;
+                    }
+                    let missing = ["subject", "hs_pipeline", "hs_pipeline_stage"]
+                        .into_iter()
+                        .find(|p| properties.get(*p).and_then(Value::as_str).is_none_or(str::is_empty));
+                    if let Some(missing) = missing {
+                        errors.push(error_traced(
+                            &trace,
+                            json!({"status": "error", "category": "VALIDATION_ERROR",
+                            "message": format!("Property {missing} is required"), "context": {"id": [id]}}),
+                        ));
+                        continue;
+                    }
+                    let created = !state.tickets.contains_key(&id);
+                    if created {
+                        let ticket_id = state.new_id();
+                        state.tickets.insert(id.clone(), (ticket_id, json!({})));
+                    }
+                    let (ticket_id, ticket) = state.tickets.get_mut(&id).unwrap();
+                    for (name, value) in properties {
+                        ticket[name] = value;
+                    }
+                    results.push(result_traced(
+                        &trace,
+                        json!({"id": ticket_id.clone(), "new": created, "properties": ticket.clone()}),
+                    ));
+                }
+            }
+            // "Error handling": a batch answers 207 per-input errors only when its inputs
+            // carry `objectWriteTraceId` (multi-status on); otherwise a refused input is a
+            // 400 `VALIDATION_ERROR` for the whole request.
+            let multi_status = inputs.iter().any(|i| i.get("objectWriteTraceId").is_some());
+            if errors.is_empty() {
+                StubResponse::json(200, json!({"status": "COMPLETE", "results": unordered(results)}))
+            } else if multi_status {
+                StubResponse::json(
+                    207,
+                    json!({"status": "COMPLETE", "results": unordered(results), "numErrors": errors.len(), "errors": errors}),
+                )
+            } else {
+                StubResponse::json(
+                    400,
+                    json!({"status": "error", "category": "VALIDATION_ERROR",
+                           "message": "Some inputs were not valid", "errors": errors}),
+                )
+            }
+        }
+        _ => StubResponse::json(404, json!({"status": "error"})),
     }
 }
 

@@ -37,15 +37,15 @@ type Stored = (String, &'static str, Option<String>);
 
 /// Receipts by key, and whole items for reads by key.
 #[derive(Default)]
-struct MemoryReceipts(Mutex<BTreeMap<String, Stored>>, Mutex<BTreeMap<String, shared::dynamo::Item>>);
+pub(super) struct MemoryReceipts(Mutex<BTreeMap<String, Stored>>, Mutex<BTreeMap<String, shared::dynamo::Item>>);
 
 impl MemoryReceipts {
-    fn with(keys: &[(&str, &str)]) -> MemoryReceipts {
+    pub(super) fn with(keys: &[(&str, &str)]) -> MemoryReceipts {
         let map = keys.iter().map(|(k, at)| ((*k).to_owned(), ((*at).to_owned(), "RECEIVED", None))).collect();
         MemoryReceipts(Mutex::new(map), Mutex::default())
     }
 
-    fn status(&self, id: &str) -> Option<(&'static str, Option<String>)> {
+    pub(super) fn status(&self, id: &str) -> Option<(&'static str, Option<String>)> {
         let key = format!("staticforms:form.submitted:{id}");
         self.0.lock().unwrap().get(&key).map(|(_, status, reason)| (*status, reason.clone()))
     }
@@ -79,18 +79,18 @@ impl ReceiptStore for MemoryReceipts {
     }
 }
 
-const AT: &str = "2026-11-30T06:21:53.123Z";
+pub(super) const AT: &str = "2026-11-30T06:21:53.123Z";
 
-fn event(fixture: &str) -> Event {
+pub(super) fn event(fixture: &str) -> Event {
     let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn failures(response: &DynamoDbEventResponse) -> Vec<String> {
+pub(super) fn failures(response: &DynamoDbEventResponse) -> Vec<String> {
     response.batch_item_failures.iter().map(|f| f.item_identifier.clone().unwrap_or_default()).collect()
 }
 
-fn key(id: &str) -> String {
+pub(super) fn key(id: &str) -> String {
     format!("staticforms:form.submitted:{id}")
 }
 
@@ -318,18 +318,18 @@ impl LeadSink for TimedSink {
     }
 }
 
-fn five_receipts() -> MemoryReceipts {
+pub(super) fn five_receipts() -> MemoryReceipts {
     receipts_for(5)
 }
 
-fn receipts_for(n: usize) -> MemoryReceipts {
+pub(super) fn receipts_for(n: usize) -> MemoryReceipts {
     let keys: Vec<String> = (1..=n).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     MemoryReceipts::with(&pairs)
 }
 
 /// A batch of `n` inserts, `sub_1` to `sub_n`, sequence numbers 301 on (from `insert.json`).
-fn batch_of(n: usize) -> Event {
+pub(super) fn batch_of(n: usize) -> Event {
     let path = format!("{}/tests/fixtures/insert.json", env!("CARGO_MANIFEST_DIR"));
     let template: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let record = serde_json::to_string(&template["Records"][0]).unwrap();

@@ -1,37 +1,55 @@
 //! HubSpot: one contact per person, one ticket per submission, the two associated.
 //!
 //! Contacts are unique by email in HubSpot, so a contact per submission fails the moment one
-//! person submits twice. Instead:
-//! 1. the contact is upserted by email (`POST /crm/v3/objects/contacts/batch/upsert`,
-//!    `idProperty: "email"`), when the form gave one;
-//! 2. the submission becomes a ticket upserted by a unique ticket property holding the
-//!    submission ID (`POST /crm/v3/objects/tickets/batch/upsert`, by default
+//! person submits twice. Instead, for up to [`BATCH_SIZE`] leads at once ([`batch`]):
+//! 1. the tickets are read by the unique ticket property holding the submission ID
+//!    (`POST /crm/v3/objects/tickets/batch/read`), and the found ones' contacts (v4
+//!    `associations/tickets/contacts/batch/read`): a replay (a redrive, a stream retry after
+//!    the lead was written, reconcile) finds its ticket and writes nothing to it, so a stage,
+//!    subject or owner an agent changed stays as the agent left it; only an association a
+//!    crash left out is made;
+//! 2. the contacts are upserted by email (`POST /crm/v3/objects/contacts/batch/upsert`,
+//!    `idProperty: "email"`), one input per person (HubSpot refuses a batch naming a record
+//!    twice; the latest submission's name wins), when the form gave one;
+//! 3. the new submissions become tickets upserted by the unique property (by default
 //!    `static_forms_submission_id`, which must exist with unique values): tickets are on every
-//!    HubSpot tier (custom objects need Enterprise), and upsert by a unique property makes two
-//!    first attempts at once write one ticket;
-//! 3. the ticket is associated with the contact
-//!    (`PUT /crm/v4/objects/tickets/<id>/associations/default/contacts/<id>`), which upserts
-//!    cannot carry.
+//!    HubSpot tier, and upsert by a unique property makes two first attempts at once write one
+//!    ticket;
+//! 4. each ticket is associated with its contact (v4
+//!    `associations/tickets/contacts/batch/associate/default`), which upserts cannot carry.
 //!
-//! Before all that, the ticket is read by the unique property (`batch/read`): a replay (a
-//! redrive, a stream retry after the lead was written, reconcile) finds it and writes nothing
-//! to it, so a stage, subject or owner an agent changed stays as the agent left it; only an
-//! association a crash left out is made.
-//!
-//! Two submissions from one person are two tickets and one contact; a replay changes nothing.
-//! Every call carries one input (the batch endpoints refuse a batch naming an ID twice).
+//! Each lead's outcome comes from its own inputs' results, matched by ID values: a refused
+//! input (a 207 per-input error) decides its lead only, and a batch refused as a whole is
+//! split until the refused input stands alone. Calls are paced to the rate-limit headers
+//! ([`pace`]). Two submissions from one person are two tickets and one contact; a replay
+//! changes nothing.
 //!
 //! The contact is the lead's extra, the ticket is the lead: an email HubSpot refuses (a 400
-//! `VALIDATION_ERROR`, or a 207 per-input error where multi-status is on) or that conflicts with
-//! another record (a 409 `CONFLICT` twice in a row) answers the same on every attempt, so it
-//! costs the contact, never the submission, and never holds the shard: the ticket is written
-//! with the email in its content.
+//! `VALIDATION_ERROR`, or a 207 per-input error) or that conflicts with another record (a 409
+//! `CONFLICT` twice in a row) answers the same on every attempt, so it costs the contact, never
+//! the submission, and never holds the shard: the ticket is written with the email in its
+//! content.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use shared::lead::Lead;
 
-use super::http::{classify_status, send, transport_error};
-use super::{fit, CheckError, LeadSink, SinkError};
+use tokio::time::Instant;
+
+use super::http::classify_status;
+use super::{fit, BatchItem, CheckError, LeadSink, SinkError};
+
+mod batch;
+pub mod pace;
+
+use batch::Found;
+use pace::{Hold, Pacer};
+
+/// Leads per batch call: HubSpot's batch endpoints take 100 inputs.
+pub const BATCH_SIZE: usize = 100;
 
 /// A HubSpot portal reached with a private app token.
 pub struct HubSpot {
@@ -41,6 +59,8 @@ pub struct HubSpot {
     id_property: String,
     pipeline: String,
     stage: String,
+    /// The rate-limit window as the answers so far describe it.
+    pacer: Mutex<Pacer>,
 }
 
 /// Where tickets go: the pipeline and its stage for a new submission.
@@ -64,6 +84,7 @@ impl HubSpot {
             id_property: id_property.to_owned(),
             pipeline: tickets.pipeline,
             stage: tickets.stage,
+            pacer: Mutex::new(Pacer::default()),
         }
     }
 
@@ -108,37 +129,6 @@ impl HubSpot {
         }
         Ok(())
     }
-
-    /// One batch upsert of one input; the created or updated object's ID.
-    async fn upsert_one(
-        &self,
-        object: &str,
-        id_property: &str,
-        id: &str,
-        properties: Value,
-    ) -> Result<String, SinkError> {
-        let body = json!({"inputs": [{"idProperty": id_property, "id": id, "properties": properties}]});
-        let url = format!("{}/crm/v3/objects/{object}/batch/upsert", self.base_url);
-        let response = self.client.post(url).bearer_auth(&self.token).json(&body).send().await;
-        let response = response.map_err(|e| transport_error(&e))?;
-        let status = response.status().as_u16();
-        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        match status {
-            200 | 201 => upserted_id(&answer),
-            status => Err(classify_upsert_answer(object, status, &answer, retry_after.as_deref())),
-        }
-    }
-}
-
-/// The record ID in a batch upsert's 200 or 201: its one result's `id`. An answer without one
-/// is retried (`sink_unexpected_answer`): the write may not have happened, and the upsert is
-/// keyed, so trying again is harmless.
-pub fn upserted_id(answer: &Value) -> Result<String, SinkError> {
-    answer["results"][0]["id"]
-        .as_str()
-        .map(str::to_owned)
-        .ok_or(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None })
 }
 
 /// An association call's failure: a refusal HubSpot would call permanent is retried as
@@ -245,138 +235,202 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
     })
 }
 
+/// A ticket answered under another case of its value: another submission's (HubSpot does not
+/// document whether unique values compare without case). The record waits for a person.
+const ID_COLLISION: SinkError = SinkError::Retryable { reason: "sink_id_collision", retry_after: None };
+
 impl HubSpot {
-    /// The submission's ticket when it exists already (a replay, a redrive, a retry after a
-    /// crash): its ID and whether it is associated with a contact. A `batch/read` by the unique
-    /// property (`POST`, so any ID is safe in its body; HubSpot answers a missing one in
-    /// `errors`, 200 or 207), then, for a ticket found, its contacts (v4 associations).
-    async fn existing_ticket(&self, submission_id: &str) -> Result<Option<(String, bool)>, SinkError> {
-        let body = json!({"idProperty": self.id_property, "inputs": [{"id": submission_id}],
-                          "properties": [self.id_property]});
-        let url = format!("{}/crm/v3/objects/tickets/batch/read", self.base_url);
-        let response = self.client.post(url).bearer_auth(&self.token).json(&body).send().await;
-        let response = response.map_err(|e| transport_error(&e))?;
-        let status = response.status().as_u16();
-        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let answer: Value = match status {
-            200 | 207 => response.json().await.map_err(|e| transport_error(&e))?,
-            // Not found, however HubSpot says it: a new submission.
-            404 => return Ok(None),
-            400 => {
-                let answer: Value = response.json().await.unwrap_or(Value::Null);
-                return Err(match classify_error(&answer) {
-                    // A read refused for its input is HubSpot's, never the lead's.
-                    SinkError::Permanent { .. } => {
-                        SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }
+    /// Holds a call until the rate-limit window has room for it. A wait that, with one call
+    /// and the receipt's update after it, would not end before `deadline` is not waited:
+    /// `sink_paced`, with the wait as the pause, and the handler hands the records back. A
+    /// used-up day is `sink_daily_limit`.
+    async fn pace(&self, deadline: Option<Instant>) -> Result<(), SinkError> {
+        loop {
+            let hold = self.pacer.lock().map_err(|_| PACER_POISONED)?.try_send(Instant::now());
+            match hold {
+                Ok(()) => return Ok(()),
+                Err(Hold::DayUsedUp) => {
+                    return Err(SinkError::Retryable { reason: "sink_daily_limit", retry_after: None })
+                }
+                Err(Hold::Wait(wait)) => {
+                    let after = wait + super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET;
+                    if deadline.is_some_and(|deadline| Instant::now() + after > deadline) {
+                        return Err(SinkError::Retryable { reason: "sink_paced", retry_after: Some(wait) });
                     }
-                    retryable => retryable,
-                });
+                    tokio::time::sleep(wait).await;
+                }
             }
-            status => return Err(classify_status(status, retry_after.as_deref())),
-        };
-        // Matched by the property's value, never by position. A ticket answered for this one
-        // input that holds another value (HubSpot does not document whether unique values
-        // compare without case: `abcDEF` finding `ABCdef`) is another submission's: upserting
-        // would overwrite it, so the record waits for a person instead.
-        let results: Vec<&Value> = answer["results"].as_array().into_iter().flatten().collect();
-        let value = |r: &&&Value| r["properties"][self.id_property.as_str()].as_str() == Some(submission_id);
-        let Some(ticket) = results.iter().find(value).and_then(|r| r["id"].as_str()) else {
-            if results.is_empty() {
-                return Ok(None);
-            }
-            return Err(SinkError::Retryable { reason: "sink_id_collision", retry_after: None });
-        };
-        let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/contacts", self.base_url);
-        // A read is never the lead's fault (the ticket may have been deleted a moment ago).
-        let read = send(self.client.get(url).bearer_auth(&self.token)).await.map_err(|e| match e {
-            SinkError::Permanent { .. } => SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None },
-            retryable => retryable,
-        })?;
-        let associations: Value = read.json().await.map_err(|e| transport_error(&e))?;
-        let associated = associations["results"].as_array().is_some_and(|r| !r.is_empty());
-        Ok(Some((ticket.to_owned(), associated)))
+        }
     }
 
-    /// The contact's ID, upserted by email; `None` when the form gave no email or HubSpot
-    /// refuses it for good (its content, or a standing conflict).
-    async fn contact(&self, lead: &Lead) -> Result<Option<String>, SinkError> {
-        let Some((email, properties)) = contact_input(lead) else { return Ok(None) };
-        let mut result = self.upsert_one("contacts", "email", email, properties.clone()).await;
+    /// Notes an answer's rate-limit headers.
+    fn observe(&self, limits: pace::Limits) {
+        if let Ok(mut pacer) = self.pacer.lock() {
+            pacer.observe(Instant::now(), limits);
+        }
+    }
+
+    /// Writes `items`' leads ([`BATCH_SIZE`] at most, each another receipt's): one result per
+    /// item, in their order.
+    pub async fn upsert_batch(&self, items: &[BatchItem<'_>], deadline: Option<Instant>) -> Vec<Result<(), SinkError>> {
+        let leads: Vec<&Lead> = items.iter().map(|item| item.lead).collect();
+        let all = |error: SinkError| vec![Err(error); leads.len()];
+        let mut ids: Vec<&str> = leads.iter().map(|lead| lead.external_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // 1. The tickets that exist, and which of them have their contact.
+        let found = match self.read_tickets(&ids, deadline).await {
+            Ok(found) => found,
+            Err(error) => return all(error),
+        };
+        let tickets: Vec<&str> = found
+            .values()
+            .filter_map(|f| match f {
+                Found::Ticket(ticket) => Some(ticket.as_str()),
+                Found::Collision => None,
+            })
+            .collect();
+        let associated = match tickets.is_empty() {
+            true => Default::default(),
+            false => match self.associated(&tickets, deadline).await {
+                Ok(associated) => associated,
+                Err(error) => return all(error),
+            },
+        };
+        let mut results: Vec<Result<(), SinkError>> = vec![Ok(()); leads.len()];
+        let mut open = Vec::new();
+        for (i, lead) in leads.iter().enumerate() {
+            match found.get(lead.external_id.as_str()) {
+                Some(Found::Collision) => results[i] = Err(ID_COLLISION),
+                // Written and associated: a replay changes nothing.
+                Some(Found::Ticket(ticket)) if associated.contains(ticket) => {}
+                _ => open.push(i),
+            }
+        }
+        // 2. The contacts, one input per person (emails compare without case).
+        let contacts = self.contacts(open.iter().map(|&i| leads[i]), deadline).await;
+        // 3. The new tickets; the ticket of a lead whose contact HubSpot refused holds the email.
+        let (mut ticket_inputs, mut pairs) = (BTreeMap::new(), Vec::new());
+        let mut waiting_for_ticket = Vec::new();
+        for &i in &open {
+            let lead = leads[i];
+            let contact = match contacts.get(&lead.email.trim().to_lowercase()) {
+                Some(Err(error)) => {
+                    results[i] = Err(*error);
+                    continue;
+                }
+                Some(Ok(contact)) => contact.clone(),
+                None => None,
+            };
+            match found.get(lead.external_id.as_str()) {
+                Some(Found::Ticket(ticket)) => pairs.extend(contact.map(|c| (i, (ticket.clone(), c)))),
+                _ => {
+                    let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
+                    if contact.is_none() && !lead.email.trim().is_empty() {
+                        let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
+                        properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
+                    }
+                    ticket_inputs.entry(lead.external_id.clone()).or_insert(properties);
+                    waiting_for_ticket.push((i, contact));
+                }
+            }
+        }
+        let ticket_inputs: Vec<(String, Value)> = ticket_inputs.into_iter().collect();
+        let written = self.upsert_objects("tickets", &self.id_property, &ticket_inputs, deadline).await;
+        let written: BTreeMap<&str, &Result<String, SinkError>> =
+            ticket_inputs.iter().map(|(id, _)| id.as_str()).zip(written.iter()).collect();
+        for (i, contact) in waiting_for_ticket {
+            match written.get(leads[i].external_id.as_str()) {
+                Some(Ok(ticket)) => pairs.extend(contact.map(|c| (i, ((*ticket).clone(), c)))),
+                Some(Err(error)) => results[i] = Err(*error),
+                None => results[i] = Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }),
+            }
+        }
+        // 4. The associations, each pair once.
+        if !pairs.is_empty() {
+            let mut distinct: Vec<(String, String)> = pairs.iter().map(|(_, pair)| pair.clone()).collect();
+            distinct.sort();
+            distinct.dedup();
+            let made = self.associate(&distinct, deadline).await;
+            let made: BTreeMap<&(String, String), Result<(), SinkError>> = distinct.iter().zip(made).collect();
+            for (i, pair) in &pairs {
+                if let Some(Err(error)) = made.get(pair) {
+                    results[*i] = Err(*error);
+                }
+            }
+        }
+        results
+    }
+
+    /// Upserts the contacts of `leads` that gave an email, one input per person (the latest
+    /// lead's name): by lowercased email, the contact's ID, `None` when HubSpot refuses the
+    /// email for good (its content, or a conflict twice in a row), or the error to retry.
+    async fn contacts<'a>(
+        &self,
+        leads: impl Iterator<Item = &'a Lead>,
+        deadline: Option<Instant>,
+    ) -> BTreeMap<String, Result<Option<String>, SinkError>> {
+        let mut people: BTreeMap<String, (String, Value)> = BTreeMap::new();
+        for lead in leads {
+            if let Some((email, properties)) = contact_input(lead) {
+                people.insert(email.to_lowercase(), (email.to_owned(), properties));
+            }
+        }
+        let inputs: Vec<(String, Value)> = people.values().cloned().collect();
+        let mut written = self.upsert_objects("contacts", "email", &inputs, deadline).await;
         // A conflict may be a race: another submission from the same new person created the
-        // contact a moment ago. Once more finds it and updates it; a second conflict is a
-        // standing one.
-        if result == Err(CONTACT_CONFLICT) {
-            result = self.upsert_one("contacts", "email", email, properties).await;
+        // contact a moment ago. Once more finds it and updates it; a second is a standing one.
+        let conflicts: Vec<usize> = (0..written.len()).filter(|&i| written[i] == Err(CONTACT_CONFLICT)).collect();
+        if !conflicts.is_empty() {
+            let again: Vec<(String, Value)> = conflicts.iter().map(|&i| inputs[i].clone()).collect();
+            for (i, result) in
+                conflicts.into_iter().zip(self.upsert_objects("contacts", "email", &again, deadline).await)
+            {
+                written[i] = result;
+            }
         }
-        match result {
-            Ok(id) => Ok(Some(id)),
-            Err(SinkError::Permanent { .. }) => Ok(None),
-            Err(retryable) => Err(retryable),
-        }
-    }
-
-    /// Associates the ticket with the contact. Both objects exist: a refusal here is
-    /// HubSpot's, not this lead's, and the replay will associate them.
-    async fn associate(&self, ticket: &str, contact: &str) -> Result<(), SinkError> {
-        let url = format!("{}/crm/v4/objects/tickets/{ticket}/associations/default/contacts/{contact}", self.base_url);
-        send(self.client.put(url).bearer_auth(&self.token)).await.map_err(association_error)?;
-        Ok(())
+        people
+            .into_keys()
+            .zip(written)
+            .map(|(email, result)| {
+                let contact = match result {
+                    Ok(id) => Ok(Some(id)),
+                    Err(SinkError::Permanent { .. }) => Ok(None),
+                    Err(retryable) => Err(retryable),
+                };
+                (email, contact)
+            })
+            .collect()
     }
 }
 
+const PACER_POISONED: SinkError = SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None };
+
 impl LeadSink for HubSpot {
-    fn record_budget(&self) -> std::time::Duration {
-        // The ticket's read, the contact (twice after a conflict), the ticket, the association:
-        // five calls at most (a replay: the read, the ticket's associations, and only when
-        // they are missing the contact and the association).
-        5 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+    fn record_budget(&self) -> Duration {
+        self.batch_budget()
     }
 
-    async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
-        // A replay leaves the ticket as agents left it (its stage, subject, content, owner):
-        // an upsert would set every property again, and HubSpot has no "set on create only".
-        // The ticket is written only when it does not exist yet; an existing one only gets the
-        // association it lacks (a crash between the ticket and the association).
-        if let Some((ticket, associated)) = self.existing_ticket(&lead.external_id).await? {
-            if !associated {
-                if let Some(contact) = self.contact(lead).await? {
-                    self.associate(&ticket, &contact).await?;
-                }
-            }
-            return Ok(());
-        }
-        // An email HubSpot refuses for its content (a 207 per-input error) or that conflicts
-        // with another record (409) costs the contact, not the submission: the ticket is still
-        // written, with the email in its content.
-        let contact = self.contact(lead).await?;
-        let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
-        if contact.is_none() && !lead.email.trim().is_empty() {
-            let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
-            properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
-        }
-        // By upsert, not create: two first attempts at once (a redrive beside the stream) both
-        // find no ticket, and the second updates the first's with the same values.
-        let ticket = self.upsert_one("tickets", &self.id_property, &lead.external_id, properties).await?;
-        if let Some(contact) = contact {
-            self.associate(&ticket, &contact).await?;
-        }
-        Ok(())
+    fn batch_size(&self) -> usize {
+        BATCH_SIZE
+    }
+
+    fn batch_budget(&self) -> Duration {
+        // The tickets' read, their associations, the contacts (twice after a conflict), the
+        // tickets, the associations: six calls, then the receipts' updates.
+        6 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+    }
+
+    async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
+        let item = [BatchItem { lead, receipt_key }];
+        let mut results = self.upsert_batch(&item, None).await;
+        results.pop().unwrap_or(Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_upsert_answer_without_an_id_is_retried_and_one_with_an_id_gives_it() {
-        let answer = json!({"status": "COMPLETE", "results": [{"id": "512", "new": true}]});
-        assert_eq!(upserted_id(&answer), Ok("512".to_owned()));
-        let unexpected = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
-        for odd in [json!({"results": []}), json!({"results": [{"id": 512}]}), json!(null), json!({"id": "512"})] {
-            assert_eq!(upserted_id(&odd), Err(unexpected), "{odd}");
-        }
-    }
 
     #[test]
     fn a_refused_association_is_retried_never_given_up() {
@@ -436,10 +490,12 @@ mod tests {
     }
 
     #[test]
-    fn a_hubspot_record_may_take_five_calls_and_the_store_update() {
+    fn a_hubspot_batch_may_take_six_calls_and_the_store_update() {
         let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("1") };
         let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "p", tickets);
-        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(61));
+        assert_eq!(sink.batch_budget(), std::time::Duration::from_secs(71));
+        assert_eq!(sink.record_budget(), sink.batch_budget(), "one lead is a batch of one");
+        assert_eq!(sink.batch_size(), 100);
     }
 
     #[test]

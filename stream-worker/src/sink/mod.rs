@@ -1,8 +1,10 @@
 //! Where leads go: one trait, one error type, and the sink chosen by `LEAD_SINK`.
 
+use std::future::Future;
 use std::time::Duration;
 
 use shared::lead::Lead;
+use tokio::time::Instant;
 
 pub mod http;
 pub mod hubspot;
@@ -24,12 +26,58 @@ pub enum SinkError {
     Permanent { reason: &'static str },
 }
 
+/// Records processed at the same time, at most (records of one receipt never are): the sink
+/// contract's ceiling on [`LeadSink::concurrency`].
+pub const MAX_CONCURRENT_RECORDS: usize = 10;
+
+/// One lead of a batch, with its receipt's `pk`.
+#[derive(Clone, Copy)]
+pub struct BatchItem<'a> {
+    pub lead: &'a Lead,
+    pub receipt_key: &'a str,
+}
+
 /// A place leads are upserted into, keyed by the submission ID.
 pub trait LeadSink {
     /// Creates or updates the lead whose key is `lead.external_id`; `receipt_key` is the
     /// receipt's `pk`, for sinks that take an idempotency key.
-    fn upsert(&self, lead: &Lead, receipt_key: &str)
-        -> impl std::future::Future<Output = Result<(), SinkError>> + Send;
+    fn upsert(&self, lead: &Lead, receipt_key: &str) -> impl Future<Output = Result<(), SinkError>> + Send;
+
+    /// How many leads one [`LeadSink::upsert_batch`] takes. 1 (the default): the sink writes
+    /// one lead per call, and the handler runs records one by one, several receipts at once.
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// Upserts `items` (at most [`LeadSink::batch_size`], each naming another receipt) in as
+    /// few calls as the sink allows: one result per item, in the items' order, each decided by
+    /// that item's own answer. `deadline` is the invocation's end: a sink that paces itself
+    /// waits only when the wait and then the batch fit before it. The default: one
+    /// [`LeadSink::upsert`] after another.
+    fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem<'a>],
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Vec<Result<(), SinkError>>> + Send + 'a
+    where
+        Self: Sync,
+    {
+        let _ = deadline;
+        async move {
+            let mut results = Vec::with_capacity(items.len());
+            for item in items {
+                results.push(self.upsert(item.lead, item.receipt_key).await);
+            }
+            results
+        }
+    }
+
+    /// The longest one [`LeadSink::upsert_batch`] can take, the receipts' updates after it
+    /// included. The handler starts a batch (but the invocation's first) only when this much
+    /// time is left.
+    fn batch_budget(&self) -> Duration {
+        self.record_budget()
+    }
 
     /// The longest one record can take with this sink: one call at its timeout, the receipt
     /// update, and a margin. The handler starts a record only when this much time is left.
@@ -38,9 +86,9 @@ pub trait LeadSink {
     }
 
     /// How many records the sink takes at the same time (the handler caps it at
-    /// [`crate::handler::MAX_CONCURRENT_RECORDS`]).
+    /// [`MAX_CONCURRENT_RECORDS`]).
     fn concurrency(&self) -> usize {
-        crate::handler::MAX_CONCURRENT_RECORDS
+        MAX_CONCURRENT_RECORDS
     }
 }
 
@@ -153,15 +201,47 @@ impl LeadSink for Sink {
         }
     }
 
-    /// HubSpot takes one record at a time: two receipts from one person share a contact (by
-    /// email), and two upserts of it at once race into a 409; its burst limit (per private
-    /// app, 100 requests per 10 s on Free and Starter, 190 on Professional and Enterprise, up to
-    /// four calls per lead) leaves little room for more. The others take
-    /// [`crate::handler::MAX_CONCURRENT_RECORDS`].
+    /// HubSpot writes a stream batch's leads in batches of [`hubspot::BATCH_SIZE`] (a person's
+    /// contact named once per batch: two upserts of one contact at once would race into a 409),
+    /// so it takes one batch at a time; Salesforce in collections of
+    /// [`salesforce::batch::BATCH_SIZE`]. The SQL and webhook sinks take one lead per call,
+    /// [`MAX_CONCURRENT_RECORDS`] at once (the concurrency of a batching sink's single upserts:
+    /// reconcile and redrive).
     fn concurrency(&self) -> usize {
         match self {
             Sink::HubSpot(_) => 1,
-            Sink::Sql(_) | Sink::Salesforce(_) | Sink::Webhook(_) => crate::handler::MAX_CONCURRENT_RECORDS,
+            Sink::Sql(_) | Sink::Salesforce(_) | Sink::Webhook(_) => MAX_CONCURRENT_RECORDS,
+        }
+    }
+
+    fn batch_size(&self) -> usize {
+        match self {
+            Sink::HubSpot(sink) => sink.batch_size(),
+            Sink::Salesforce(sink) => sink.batch_size(),
+            Sink::Sql(sink) => sink.batch_size(),
+            Sink::Webhook(sink) => sink.batch_size(),
+        }
+    }
+
+    async fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem<'a>],
+        deadline: Option<Instant>,
+    ) -> Vec<Result<(), SinkError>> {
+        match self {
+            Sink::HubSpot(sink) => sink.upsert_batch(items, deadline).await,
+            Sink::Sql(sink) => sink.upsert_batch(items, deadline).await,
+            Sink::Salesforce(sink) => sink.upsert_batch(items, deadline).await,
+            Sink::Webhook(sink) => sink.upsert_batch(items, deadline).await,
+        }
+    }
+
+    fn batch_budget(&self) -> Duration {
+        match self {
+            Sink::HubSpot(sink) => sink.batch_budget(),
+            Sink::Sql(sink) => sink.batch_budget(),
+            Sink::Salesforce(sink) => sink.batch_budget(),
+            Sink::Webhook(sink) => sink.batch_budget(),
         }
     }
 
@@ -236,21 +316,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn hubspot_takes_one_record_at_a_time_and_each_sink_keeps_its_own_budget() {
+    async fn hubspot_takes_batches_one_at_a_time_and_each_sink_keeps_its_own_budget() {
         for (name, sink) in every_sink().await {
-            let (concurrency, budget) = (sink.concurrency(), sink.record_budget());
+            let shape = (sink.concurrency(), sink.batch_size(), sink.record_budget(), sink.batch_budget());
             let expected = match &sink {
-                Sink::HubSpot(inner) => (1, inner.record_budget()),
-                Sink::Salesforce(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
-                Sink::Sql(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
-                Sink::Webhook(inner) => (crate::handler::MAX_CONCURRENT_RECORDS, inner.record_budget()),
+                Sink::HubSpot(inner) => (1, hubspot::BATCH_SIZE, inner.record_budget(), inner.batch_budget()),
+                Sink::Salesforce(inner) => {
+                    (MAX_CONCURRENT_RECORDS, salesforce::batch::BATCH_SIZE, inner.record_budget(), inner.batch_budget())
+                }
+                Sink::Sql(inner) => (MAX_CONCURRENT_RECORDS, 1, inner.record_budget(), inner.batch_budget()),
+                Sink::Webhook(inner) => (MAX_CONCURRENT_RECORDS, 1, inner.record_budget(), inner.batch_budget()),
             };
-            assert_eq!((concurrency, budget), expected, "{name}");
+            assert_eq!(shape, expected, "{name}");
         }
-        // The budgets differ (five calls for the CRMs, one for a webhook), so dispatching one
-        // sink's budget for another's is seen.
-        let budgets: Vec<Duration> = every_sink().await.iter().map(|(_, s)| s.record_budget()).collect();
-        assert_eq!(budgets[1], 5 * http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "hubspot");
+        // The budgets differ (six calls for a HubSpot batch, five for a Salesforce lead, one
+        // for a webhook), so dispatching one sink's budget for another's is seen.
+        let budgets: Vec<Duration> = every_sink().await.iter().map(|(_, s)| s.batch_budget()).collect();
+        assert_eq!(budgets[1], 6 * http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "hubspot");
         assert_eq!(budgets[2], 5 * http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "salesforce");
         assert_eq!(budgets[3], http::TIMEOUT + RECEIPT_UPDATE_BUDGET, "webhook");
         assert!(budgets[0] > budgets[3], "sqlite: a connect and two statements");

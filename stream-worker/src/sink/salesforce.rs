@@ -28,7 +28,9 @@ use shared::lead::Lead;
 use super::http::{classify_status, transport_error};
 use super::{CheckError, LeadSink, SinkError};
 
+pub mod batch;
 pub mod lead;
+pub mod limits;
 pub mod refusals;
 
 pub use lead::{external_id, fields, path_segment, NOT_PROVIDED};
@@ -43,6 +45,10 @@ pub struct Salesforce {
     login: Login,
     /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL.
     path: String,
+    /// `/services/data/vNN.N/composite/sobjects/Lead/<field>`: sObject Collections.
+    collection_path: String,
+    /// The org's API allocation as the answers so far describe it.
+    allocation: Mutex<limits::Allocation>,
     /// The current access token and the instance URL it is for.
     session: Mutex<Option<Session>>,
 }
@@ -64,12 +70,27 @@ struct Session {
 impl Salesforce {
     pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
         let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
-        Salesforce { client, login, path, session: Mutex::new(None) }
+        let collection_path = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
+        Salesforce { client, login, path, collection_path, allocation: Mutex::default(), session: Mutex::new(None) }
     }
 
     /// The external ID field's API name (the path's last segment).
     fn field(&self) -> &str {
         self.path.rsplit_once('/').map_or("", |(_, field)| field)
+    }
+
+    /// Refuses a call while the org's allocation is at its reserved part ([`limits`]).
+    fn check_allocation(&self) -> Result<(), SinkError> {
+        let allows = self.allocation.lock().map_err(|_| poisoned())?.allows(tokio::time::Instant::now());
+        allows.then_some(()).ok_or(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None })
+    }
+
+    /// Notes an answer's `Sforce-Limit-Info`.
+    fn note_usage(&self, headers: &reqwest::header::HeaderMap) {
+        let usage = headers.get("sforce-limit-info").and_then(|v| v.to_str().ok()).and_then(limits::api_usage);
+        if let (Some(usage), Ok(mut allocation)) = (usage, self.allocation.lock()) {
+            allocation.observe(tokio::time::Instant::now(), usage);
+        }
     }
 
     /// The cached session, or a new one from the token endpoint.
@@ -189,6 +210,18 @@ fn poisoned() -> SinkError {
 }
 
 impl LeadSink for Salesforce {
+    fn batch_size(&self) -> usize {
+        batch::BATCH_SIZE
+    }
+
+    async fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [super::BatchItem<'a>],
+        _deadline: Option<tokio::time::Instant>,
+    ) -> Vec<Result<(), SinkError>> {
+        self.upsert_collection(items).await
+    }
+
     fn record_budget(&self) -> std::time::Duration {
         // A token, the upsert, once more both after an expired session, and the upsert again
         // without an email Salesforce refused: five calls.
@@ -202,6 +235,7 @@ impl LeadSink for Salesforce {
         // A new token at most once per record, whatever else is tried again.
         let (mut fresh, mut refreshed) = (false, false);
         loop {
+            self.check_allocation()?;
             let session = self.session(fresh).await?;
             fresh = false;
             let url = format!("{}{}/{segment}", session.instance_url, self.path);
@@ -212,6 +246,7 @@ impl LeadSink for Salesforce {
                 .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
                 .json(&fields);
             let response = request.send().await.map_err(|e| transport_error(&e))?;
+            self.note_usage(response.headers());
             match response.status().as_u16() {
                 200 | 201 | 204 => return Ok(()),
                 300 => return Err(SinkError::Permanent { reason: "sink_multiple_matches" }),

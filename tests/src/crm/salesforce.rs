@@ -88,6 +88,13 @@ pub struct SalesforceState {
     pub upserts: Vec<Option<String>>,
     /// Answer the next API calls (not token requests) with a failure.
     pub fail_next: FailNext,
+    /// The org's daily API allocation (`Sforce-Limit-Info: api-usage=used/limit` on every
+    /// answer); a call past it is refused 403 `REQUEST_LIMIT_EXCEEDED`.
+    pub api_limit: u64,
+    /// API calls counted against the allocation so far.
+    pub api_used: u64,
+    /// sObject Collections calls served, and the records they carried.
+    pub collections: Vec<usize>,
     /// Upserts in progress, by the ID as the field compares it.
     in_flight: BTreeSet<String>,
 }
@@ -156,7 +163,7 @@ fn email_valid(email: &str) -> bool {
 
 impl SalesforceStandIn {
     pub fn start(client_id: &str, client_secret: &str, version: &str, field: &str) -> SalesforceStandIn {
-        let state = Arc::new(Mutex::new(SalesforceState::default()));
+        let state = Arc::new(Mutex::new(SalesforceState { api_limit: 150_000, ..SalesforceState::default() }));
         let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
         let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
         let (version, field) = (version.to_owned(), field.to_owned());
@@ -190,103 +197,10 @@ impl SalesforceStandIn {
                     }),
                 );
             }
-            if let Some((status, retry_after)) = state.fail_next.take() {
-                return salesforce_failure(status, retry_after);
-            }
-            let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
-            if !state.tokens.contains(bearer) {
-                return StubResponse::json(
-                    401,
-                    json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
-                );
-            }
-            if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
-                let mut fields: Vec<Value> = LEAD_FIELDS
-                    .iter()
-                    .map(|(name, length)| json!({"name": name, "externalId": false, "length": length}))
-                    .collect();
-                fields.push(json!({
-                    "name": field, "externalId": !state.field_not_external, "unique": !state.field_not_unique,
-                    "caseSensitive": !state.case_insensitive_ids, "length": 255, "idLookup": true
-                }));
-                return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
-            }
-            // The object and field names in the path compare without case too.
-            let id = request
-                .path
-                .get(..prefix.len())
-                .filter(|start| start.eq_ignore_ascii_case(&prefix) && request.method == "PATCH")
-                .and_then(|_| request.path.get(prefix.len()..));
-            let Some(id) = id else {
-                let message = "Provided external ID field does not exist or is not accessible";
-                return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
-            };
-            let id = percent_decode(id);
-            state.upserts.push(request.header("sforce-duplicate-rule-header").map(str::to_owned));
-            let fields = match validate(&state, &request) {
-                Ok(fields) => fields,
-                Err(refused) => return refused,
-            };
-            // Row locks: one upsert of an ID at a time; the second of two inserts is refused
-            // as a duplicate of the first's value.
-            let existing = state.matching(&id);
-            if state.in_flight.contains(&state.key(&id)) {
-                return match existing {
-                    Some(_) => refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]),
-                    None => refusal(
-                        "DUPLICATE_VALUE",
-                        &format!("duplicate value found: {field} duplicates value on record with id: 00Q000000000001"),
-                        &[],
-                    ),
-                };
-            }
-            if existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
-                return refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]);
-            }
-            if state.ambiguous.iter().any(|a| state.key(a) == state.key(&id)) {
-                return StubResponse::json(
-                    300,
-                    json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
-                );
-            }
-            if let Some(code) = state.org_refusal {
-                return refusal(code, "the org refuses this Lead", &[]);
-            }
-            if existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
-                return refusal("CANNOT_UPDATE_CONVERTED_LEAD", "cannot reference converted lead", &[]);
-            }
-            if let Some(refused) = duplicate_rule(&state, &request, existing.as_deref(), &fields) {
-                return refused;
-            }
-            // The row is held while the upsert runs; the lock on the org is not.
-            let key = state.key(&id);
-            state.in_flight.insert(key.clone());
-            let hold = state.hold;
-            drop(state);
-            std::thread::sleep(hold);
-            let mut state: MutexGuard<'_, SalesforceState> = shared.lock().unwrap();
-            state.in_flight.remove(&key);
-            // Looked up again: the test may have changed the org during the hold.
-            match state.matching(&id) {
-                Some(stored) => {
-                    let lead = state.leads.get_mut(&stored).unwrap();
-                    for (name, value) in fields.as_object().cloned().unwrap_or_default() {
-                        lead[name] = value;
-                    }
-                    // API v46.0 and later answer an update 200 (204 before).
-                    StubResponse::json(
-                        200,
-                        json!({"id": "00Q000000000001", "success": true, "errors": [], "created": false}),
-                    )
-                }
-                None => {
-                    state.leads.insert(id, fields);
-                    StubResponse::json(
-                        201,
-                        json!({"id": "00Q000000000001", "success": true, "errors": [], "created": true}),
-                    )
-                }
-            }
+            let response = serve_api(&shared, state, &request, &version, &field, &prefix);
+            let state = shared.lock().unwrap();
+            let usage = format!("api-usage={}/{}", state.api_used, state.api_limit);
+            response.with_header("Sforce-Limit-Info", &usage)
         });
         *own_url.lock().unwrap() = server.url();
         SalesforceStandIn { server, state }
@@ -303,15 +217,222 @@ impl SalesforceStandIn {
     }
 }
 
-/// The body's fields as the org stores them, or its refusal: the content type, JSON, field
-/// names (matched without case), lengths in UTF-16 code units, the email, required fields.
-fn validate(state: &SalesforceState, request: &StubRequest) -> Result<Value, StubResponse> {
+/// An API call (not a token request): counted against the allocation, then served.
+fn serve_api(
+    shared: &Mutex<SalesforceState>,
+    mut state: MutexGuard<'_, SalesforceState>,
+    request: &StubRequest,
+    version: &str,
+    field: &str,
+    prefix: &str,
+) -> StubResponse {
+    if let Some((status, retry_after)) = state.fail_next.take() {
+        return salesforce_failure(status, retry_after);
+    }
+    if state.api_used >= state.api_limit {
+        return salesforce_failure(403, None);
+    }
+    state.api_used += 1;
+    let bearer = request.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+    if !state.tokens.contains(bearer) {
+        return StubResponse::json(
+            401,
+            json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
+        );
+    }
+    if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
+        let mut fields: Vec<Value> = LEAD_FIELDS
+            .iter()
+            .map(|(name, length)| json!({"name": name, "externalId": false, "length": length}))
+            .collect();
+        fields.push(json!({
+            "name": field, "externalId": !state.field_not_external, "unique": !state.field_not_unique,
+            "caseSensitive": !state.case_insensitive_ids, "length": 255, "idLookup": true
+        }));
+        return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
+    }
+    let header = request.header("sforce-duplicate-rule-header").map(str::to_owned);
+    let collection = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
+    if request.method == "PATCH" && request.path.eq_ignore_ascii_case(&collection) {
+        drop(state);
+        return collection_upsert(shared, request, field, header.as_deref());
+    }
+    // The object and field names in the path compare without case too.
+    let id = request
+        .path
+        .get(..prefix.len())
+        .filter(|start| start.eq_ignore_ascii_case(prefix) && request.method == "PATCH")
+        .and_then(|_| request.path.get(prefix.len()..));
+    let Some(id) = id else {
+        let message = "Provided external ID field does not exist or is not accessible";
+        return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
+    };
+    if let Err(refused) = json_body(request) {
+        return refused;
+    }
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    drop(state);
+    upsert_record(shared, field, &percent_decode(id), &body, header.as_deref())
+}
+
+/// sObject Collections upsert (`PATCH .../composite/sobjects/Lead/<field>`, API v46.0 on): up
+/// to 200 records, each with `attributes.type` Lead and the external ID field, upserted in
+/// order as single upserts are, `allOrNone` false; one UpsertResult per record, in the
+/// records' order (`{id, success, errors: [{statusCode, message, fields}], created}`). A
+/// record whose ID matches several Leads, or repeats another record's ID in the request, is
+/// `DUPLICATE_EXTERNAL_ID`. Over 200 records, or `allOrNone` true, is refused whole here (the
+/// sink never sends either).
+fn collection_upsert(
+    shared: &Mutex<SalesforceState>,
+    request: &StubRequest,
+    field: &str,
+    header: Option<&str>,
+) -> StubResponse {
+    if let Err(refused) = json_body(request) {
+        return refused;
+    }
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let records = body["records"].as_array().cloned().unwrap_or_default();
+    if records.is_empty() || records.len() > 200 || body["allOrNone"] == json!(true) {
+        return StubResponse::json(
+            400,
+            json!([{"errorCode": "INVALID_BATCH_REQUEST", "message": "1 to 200 records, allOrNone false"}]),
+        );
+    }
+    shared.lock().unwrap().collections.push(records.len());
+    let id_of = |record: &Value| {
+        record
+            .as_object()
+            .and_then(|o| o.iter().find(|(k, _)| k.eq_ignore_ascii_case(field)))
+            .and_then(|(_, v)| v.as_str())
+            .map(str::to_owned)
+    };
+    let key = |id: &str| shared.lock().unwrap().key(id);
+    let mut seen = BTreeSet::new();
+    let repeated: BTreeSet<String> =
+        records.iter().filter_map(id_of).map(|id| key(&id)).filter(|k| !seen.insert(k.clone())).collect();
+    let results: Vec<Value> = records
+        .iter()
+        .map(|record| {
+            let failed = |code: &str, message: &str| json!({"success": false, "errors": [{"statusCode": code, "message": message, "fields": []}]});
+            if record["attributes"]["type"] != json!("Lead") {
+                return failed("INVALID_TYPE", "attributes.type must be Lead");
+            }
+            let Some(id) = id_of(record) else { return failed("MISSING_ARGUMENT", "the external ID field is required") };
+            if repeated.contains(&key(&id)) {
+                return failed("DUPLICATE_EXTERNAL_ID", "Duplicate external id specified");
+            }
+            let mut fields = record.clone();
+            if let Some(object) = fields.as_object_mut() {
+                object.remove("attributes");
+                object.retain(|k, _| !k.eq_ignore_ascii_case(field));
+            }
+            let answer = upsert_record(shared, field, &id, &fields, header);
+            let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+            match answer.status {
+                200 | 201 => json!({"id": body["id"], "success": true, "errors": [], "created": answer.status == 201}),
+                300 => failed("DUPLICATE_EXTERNAL_ID", "more than one record found for external id field"),
+                _ => {
+                    let errors: Vec<Value> = body
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|e| json!({"statusCode": e["errorCode"], "message": e["message"], "fields": e["fields"].as_array().cloned().unwrap_or_default()}))
+                        .collect();
+                    json!({"success": false, "errors": errors})
+                }
+            }
+        })
+        .collect();
+    StubResponse::json(200, Value::Array(results))
+}
+
+/// A body's content type must be JSON, and the body JSON.
+fn json_body(request: &StubRequest) -> Result<(), StubResponse> {
     if !request.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
         return Err(StubResponse::json(415, json!([{"errorCode": "UNSUPPORTED_MEDIA_TYPE"}])));
     }
-    let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+    if serde_json::from_slice::<Value>(&request.body).is_err() {
         return Err(StubResponse::json(400, json!([{"errorCode": "JSON_PARSER_ERROR"}])));
+    }
+    Ok(())
+}
+
+/// One upsert of `body`'s fields by the external ID `id`, as the org runs it (a single upsert's
+/// answer: 200 or 201, 300, or a refusal's error array).
+fn upsert_record(
+    shared: &Mutex<SalesforceState>,
+    field: &str,
+    id: &str,
+    body: &Value,
+    header: Option<&str>,
+) -> StubResponse {
+    let mut state = shared.lock().unwrap();
+    let id = id.to_owned();
+    state.upserts.push(header.map(str::to_owned));
+    let fields = match validate(&state, body) {
+        Ok(fields) => fields,
+        Err(refused) => return refused,
     };
+    // Row locks: one upsert of an ID at a time; the second of two inserts is refused
+    // as a duplicate of the first's value.
+    let existing = state.matching(&id);
+    if state.in_flight.contains(&state.key(&id)) {
+        return match existing {
+            Some(_) => refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]),
+            None => refusal(
+                "DUPLICATE_VALUE",
+                &format!("duplicate value found: {field} duplicates value on record with id: 00Q000000000001"),
+                &[],
+            ),
+        };
+    }
+    if existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
+        return refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]);
+    }
+    if state.ambiguous.iter().any(|a| state.key(a) == state.key(&id)) {
+        return StubResponse::json(
+            300,
+            json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
+        );
+    }
+    if let Some(code) = state.org_refusal {
+        return refusal(code, "the org refuses this Lead", &[]);
+    }
+    if existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
+        return refusal("CANNOT_UPDATE_CONVERTED_LEAD", "cannot reference converted lead", &[]);
+    }
+    if let Some(refused) = duplicate_rule(&state, header, existing.as_deref(), &fields) {
+        return refused;
+    }
+    // The row is held while the upsert runs; the lock on the org is not.
+    let key = state.key(&id);
+    state.in_flight.insert(key.clone());
+    let hold = state.hold;
+    drop(state);
+    std::thread::sleep(hold);
+    let mut state: MutexGuard<'_, SalesforceState> = shared.lock().unwrap();
+    state.in_flight.remove(&key);
+    // Looked up again: the test may have changed the org during the hold.
+    match state.matching(&id) {
+        Some(stored) => {
+            let lead = state.leads.get_mut(&stored).unwrap();
+            for (name, value) in fields.as_object().cloned().unwrap_or_default() {
+                lead[name] = value;
+            }
+            // API v46.0 and later answer an update 200 (204 before).
+            StubResponse::json(200, json!({"id": "00Q000000000001", "success": true, "errors": [], "created": false}))
+        }
+        None => {
+            state.leads.insert(id, fields);
+            StubResponse::json(201, json!({"id": "00Q000000000001", "success": true, "errors": [], "created": true}))
+        }
+    }
+}
+
+/// The body's fields as the org stores them, or its refusal: field
+/// names (matched without case), lengths in UTF-16 code units, the email, required fields.
+fn validate(state: &SalesforceState, body: &Value) -> Result<Value, StubResponse> {
     // Each field name is matched without case to the org's field, and stored as the org
     // spells it; a name no field has is INVALID_FIELD.
     let mut fields = json!({});
@@ -352,13 +473,13 @@ fn validate(state: &SalesforceState, request: &StubRequest) -> Result<Value, Stu
 /// spelt `duplicateResut`).
 fn duplicate_rule(
     state: &SalesforceState,
-    request: &StubRequest,
+    header: Option<&str>,
     existing: Option<&str>,
     fields: &Value,
 ) -> Option<StubResponse> {
     let email = fields["Email"].as_str()?;
     let duplicate = state.leads.iter().any(|(id, lead)| Some(id.as_str()) != existing && lead["Email"] == email);
-    let header = request.header("sforce-duplicate-rule-header").unwrap_or_default();
+    let header = header.unwrap_or_default();
     let allow_save = header.split(';').any(|p| p.trim().eq_ignore_ascii_case("allowSave=true"));
     let refused = match state.duplicate_rule {
         DuplicateRule::Off => false,

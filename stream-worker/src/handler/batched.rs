@@ -1,0 +1,199 @@
+//! The handler's batch path, for sinks that write several leads per call
+//! ([`LeadSink::batch_size`] > 1): the batch goes in waves. In each wave every receipt's lane
+//! moves up to its next lead (records before it, skips and poison, settle on their own), and
+//! the wave's leads go to the sink together, in stream order, [`LeadSink::batch_size`] at a
+//! time; their receipts are marked once the sink's answer for each is known. Records of one
+//! receipt are never in one wave, so they keep their stream order. The partial-failure
+//! contract is the lanes' ([`Handler::handle_counted`]): the lowest record to retry is
+//! reported, no wave or batch starts past a known failure, and the invocation's first batch
+//! is always tried; a later one only when [`LeadSink::batch_budget`] fits before the deadline.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::EventRecord;
+use futures_util::future::join_all;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::{
+    lanes, log_record, new_image, sequence_number, wait_allowed, Handler, Pending, Prepared, Retry, Settled,
+    MAX_ATTEMPTS, MAX_CONCURRENT_RECORDS,
+};
+use crate::receipts::{Mark, ReceiptStore};
+use crate::sink::{BatchItem, LeadSink, SinkError, RECEIPT_UPDATE_BUDGET};
+
+impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
+    /// One result per record (`None`: not started), as [`Handler::run_lanes`] gives them.
+    pub(super) async fn run_batched(&self, records: &[EventRecord], deadline: Option<Instant>) -> Vec<Option<Settled>> {
+        let lanes = lanes(records);
+        let mut next = vec![0_usize; lanes.len()];
+        let mut results: Vec<Option<Settled>> = (0..records.len()).map(|_| None).collect();
+        let lowest = AtomicUsize::new(usize::MAX);
+        // Reads, poison marks and receipt updates: as many at once as the lanes take.
+        let slots = Semaphore::new(MAX_CONCURRENT_RECORDS);
+        let mut first_batch = true;
+        loop {
+            // Before the first batch, nothing is held back for time: the first is always tried.
+            let timed = if first_batch { None } else { deadline };
+            let advance =
+                lanes.iter().zip(&next).map(|(lane, &at)| self.advance(records, &lane[at..], &lowest, &slots, timed));
+            let mut wave = Vec::new();
+            for (lane, (settled, pending)) in join_all(advance).await.into_iter().enumerate() {
+                next[lane] += settled.len();
+                for (index, result) in settled {
+                    results[index] = Some(result);
+                }
+                if let Some(pending) = pending {
+                    next[lane] += 1;
+                    wave.push(pending);
+                }
+            }
+            if wave.is_empty() {
+                return results;
+            }
+            wave.sort_by_key(|pending| pending.index);
+            for chunk in wave.chunks(self.sink.batch_size().max(1)) {
+                let low = lowest.load(Ordering::Acquire);
+                let chunk: Vec<&Pending> = chunk.iter().filter(|pending| pending.index <= low).collect();
+                let Some(first) = chunk.first() else { break };
+                let budget = self.sink.batch_budget();
+                if !first_batch && deadline.is_some_and(|deadline| Instant::now() + budget > deadline) {
+                    let seq = sequence_number(&records[first.index]);
+                    log_record(seq, Some(first.receipt.submission_id.as_str()), "defer", "retry", Some("deadline"), 0);
+                    results[first.index] = Some(Err(Retry("deadline")));
+                    lowest.fetch_min(first.index, Ordering::AcqRel);
+                    break;
+                }
+                first_batch = false;
+                for (index, result) in self.write_batch(records, &chunk, deadline, &slots).await {
+                    if result.is_err() {
+                        lowest.fetch_min(index, Ordering::AcqRel);
+                    }
+                    results[index] = Some(result);
+                }
+            }
+        }
+    }
+
+    /// Moves one lane up to its next lead: the records before it settle here (a retry stops
+    /// the lane). Nothing past the lowest known failure starts; with a `deadline` (after the
+    /// invocation's first batch), a record starts only when a store call still fits before it.
+    async fn advance(
+        &self,
+        records: &[EventRecord],
+        lane: &[usize],
+        lowest: &AtomicUsize,
+        slots: &Semaphore,
+        deadline: Option<Instant>,
+    ) -> (Vec<(usize, Settled)>, Option<Pending>) {
+        let mut settled = Vec::new();
+        for &index in lane {
+            if index > lowest.load(Ordering::Acquire) {
+                break;
+            }
+            let record = &records[index];
+            let _slot = slots.acquire().await.expect("the semaphore is never closed");
+            let out_of_time = deadline.is_some_and(|deadline| Instant::now() + RECEIPT_UPDATE_BUDGET > deadline);
+            let prepared = if out_of_time {
+                log_record(
+                    sequence_number(record),
+                    new_image(record).submission_id(),
+                    "defer",
+                    "retry",
+                    Some("deadline"),
+                    0,
+                );
+                Prepared::Settled(Err(Retry("deadline")))
+            } else {
+                self.prepare(record).await
+            };
+            match prepared {
+                Prepared::Apply(mut pending) => {
+                    pending.index = index;
+                    return (settled, Some(pending));
+                }
+                Prepared::Settled(result) => {
+                    let retry = result.is_err();
+                    settled.push((index, result));
+                    if retry {
+                        lowest.fetch_min(index, Ordering::AcqRel);
+                        break;
+                    }
+                }
+            }
+        }
+        (settled, None)
+    }
+
+    /// Sends one batch (again for the leads the sink asks to retry after a pause that fits,
+    /// [`MAX_ATTEMPTS`] in all), then marks each receipt by its own lead's answer.
+    async fn write_batch(
+        &self,
+        records: &[EventRecord],
+        chunk: &[&Pending],
+        deadline: Option<Instant>,
+        slots: &Semaphore,
+    ) -> Vec<(usize, Settled)> {
+        let seq = |pending: &Pending| sequence_number(&records[pending.index]);
+        fn id(pending: &Pending) -> Option<&str> {
+            Some(pending.receipt.submission_id.as_str())
+        }
+        let mut settled = Vec::new();
+        let mut marks: Vec<(&Pending, Mark<'static>, u32)> = Vec::new();
+        let mut sending: Vec<&Pending> = chunk.to_vec();
+        let mut attempt = 1;
+        while !sending.is_empty() {
+            let items: Vec<BatchItem<'_>> = sending
+                .iter()
+                .map(|pending| BatchItem { lead: &pending.lead, receipt_key: &pending.receipt.key })
+                .collect();
+            let mut answers = self.sink.upsert_batch(&items, deadline).await;
+            // One answer per lead; a sink that gave fewer leaves the rest to retry.
+            answers
+                .resize(items.len(), Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }));
+            let (mut again, mut pause, mut handed_back) = (Vec::new(), Duration::ZERO, usize::MAX);
+            for (pending, answer) in sending.iter().copied().zip(answers) {
+                match answer {
+                    Ok(()) => marks.push((pending, Mark::Completed, attempt)),
+                    Err(SinkError::Permanent { reason }) => marks.push((pending, Mark::Failed(reason), attempt)),
+                    Err(SinkError::Retryable { reason, retry_after }) => {
+                        let budget = self.sink.batch_budget();
+                        match wait_allowed(retry_after, deadline, budget).filter(|_| attempt < MAX_ATTEMPTS) {
+                            Some(wait) => {
+                                again.push((pending, reason));
+                                pause = pause.max(wait);
+                            }
+                            None => {
+                                log_record(seq(pending), id(pending), "apply", "retry", Some(reason), attempt);
+                                settled.push((pending.index, Err(Retry(reason))));
+                                handed_back = handed_back.min(pending.index);
+                            }
+                        }
+                    }
+                }
+            }
+            // A lead past one handed back goes back with it instead of being waited for.
+            sending.clear();
+            for (pending, reason) in again {
+                if pending.index < handed_back {
+                    log_record(seq(pending), id(pending), "apply", "waiting", Some(reason), attempt);
+                    sending.push(pending);
+                } else {
+                    log_record(seq(pending), id(pending), "apply", "retry", Some(reason), attempt);
+                    settled.push((pending.index, Err(Retry(reason))));
+                }
+            }
+            if !sending.is_empty() {
+                tokio::time::sleep(pause).await;
+                attempt += 1;
+            }
+        }
+        let marked = marks.into_iter().map(|(pending, mark, attempt)| async move {
+            let _slot = slots.acquire().await.expect("the semaphore is never closed");
+            (pending.index, self.mark_applied(seq(pending), pending, mark, attempt).await)
+        });
+        settled.extend(join_all(marked).await);
+        settled
+    }
+}

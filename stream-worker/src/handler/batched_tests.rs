@@ -1,0 +1,174 @@
+//! The handler's batch path with an in-memory batch sink: waves, per-lead answers, the
+//! partial-failure contract, pauses and the deadline.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+
+use super::tests::{batch_of, event, failures, five_receipts, receipts_for};
+use super::*;
+use crate::sink::BatchItem;
+
+/// A sink that writes `size` leads per call, each call `delay` long (tokio's clock), answering
+/// each lead from its queue of answers (then `Ok`); it notes each call's leads.
+struct BatchSink {
+    size: usize,
+    delay: Duration,
+    calls: Mutex<Vec<Vec<String>>>,
+    answers: Mutex<BTreeMap<String, VecDeque<Result<(), SinkError>>>>,
+}
+
+impl BatchSink {
+    fn new(size: usize, delay: Duration) -> BatchSink {
+        BatchSink { size, delay, calls: Mutex::default(), answers: Mutex::default() }
+    }
+
+    /// `id` gets `answer` the next `times` times.
+    fn answer(self, id: &str, answer: Result<(), SinkError>, times: usize) -> BatchSink {
+        self.answers.lock().unwrap().entry(id.to_owned()).or_default().extend(std::iter::repeat_n(answer, times));
+        self
+    }
+
+    fn calls(&self) -> Vec<Vec<String>> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl LeadSink for BatchSink {
+    async fn upsert(&self, _lead: &shared::lead::Lead, _key: &str) -> Result<(), SinkError> {
+        panic!("a batch sink is called through upsert_batch only")
+    }
+
+    fn batch_size(&self) -> usize {
+        self.size
+    }
+
+    async fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem<'a>],
+        _deadline: Option<Instant>,
+    ) -> Vec<Result<(), SinkError>> {
+        assert!(items.len() <= self.size, "never more than the batch size");
+        tokio::time::sleep(self.delay).await;
+        self.calls.lock().unwrap().push(items.iter().map(|i| i.lead.external_id.clone()).collect());
+        let mut answers = self.answers.lock().unwrap();
+        items
+            .iter()
+            .map(|i| answers.get_mut(&i.lead.external_id).and_then(VecDeque::pop_front).unwrap_or(Ok(())))
+            .collect()
+    }
+
+    fn batch_budget(&self) -> Duration {
+        self.delay
+    }
+}
+
+fn ids(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+const REFUSED: Result<(), SinkError> = Err(SinkError::Permanent { reason: "sink_rejected" });
+const UNAVAILABLE: Result<(), SinkError> = Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+
+#[tokio::test]
+async fn a_waves_leads_go_in_one_call_and_each_receipt_is_marked_by_its_own_answer() {
+    let sink = BatchSink::new(100, Duration::ZERO).answer("sub_3", REFUSED, 1);
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"])]);
+    assert_eq!((tally.written, tally.failed_total()), (4, 1));
+    assert_eq!(handler.receipts.status("sub_3"), Some(("FAILED", Some("sink_rejected".into()))));
+    for neighbour in ["sub_1", "sub_2", "sub_4", "sub_5"] {
+        assert_eq!(handler.receipts.status(neighbour), Some(("COMPLETED", None)), "{neighbour}");
+    }
+}
+
+#[tokio::test]
+async fn records_of_one_receipt_go_in_successive_batches_in_stream_order() {
+    // Records 1 and 3 are the same receipt: the second waits for the first's batch.
+    let mut batch = event("batch_of_five.json");
+    batch.records[2] = batch.records[0].clone();
+    batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+    let handler =
+        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(batch, None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_4", "sub_5"]), ids(&["sub_1"])]);
+    assert_eq!((tally.written, tally.absorbed), (4, 1), "the repeat finds its receipt finished");
+}
+
+#[tokio::test]
+async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_still_written() {
+    let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", UNAVAILABLE, 1);
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!((tally.written, tally.retried_total()), (4, 1));
+    assert_eq!(handler.receipts.status("sub_2"), Some(("RECEIVED", None)));
+    assert_eq!(handler.receipts.status("sub_3"), Some(("COMPLETED", None)), "written in the same call");
+    // Lambda sends the batch again from sub_2: sub_2 is written, the others absorbed.
+    let mut rest = event("batch_of_five.json");
+    rest.records.drain(..1);
+    let handler =
+        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: handler.receipts };
+    let (response, tally) = handler.handle_counted(rest, None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!((tally.written, tally.absorbed), (1, 3));
+}
+
+#[tokio::test]
+async fn a_short_pause_the_sink_asks_for_sends_again_only_the_leads_that_asked() {
+    let pause = Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::ZERO) });
+    let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", pause, 1).answer("sub_4", pause, 1);
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]), ids(&["sub_2", "sub_4"])]);
+    // Asking every time: MAX_ATTEMPTS calls, then the record is reported.
+    let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", pause, 10);
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!(handler.sink.calls().len(), MAX_ATTEMPTS as usize);
+    // A lead past one handed back is not waited for: it goes back with it.
+    let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", UNAVAILABLE, 1).answer("sub_4", pause, 1);
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!(handler.sink.calls().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wave_over_the_batch_size_goes_in_several_calls_each_but_the_first_within_the_deadline() {
+    // Two leads per call, 10 s per call, 25 s left: [1, 2] ends at 10 s, [3, 4] at 20 s; [5]
+    // would end at 30 s, so it is reported unprocessed.
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: BatchSink::new(2, Duration::from_secs(10)),
+        receipts: receipts_for(5),
+    };
+    let deadline = Instant::now() + Duration::from_secs(25);
+    let (response, tally) = handler.handle_counted(batch_of(5), Some(deadline)).await;
+    assert_eq!(failures(&response), [format!("{:021}", 305)]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"]), ids(&["sub_3", "sub_4"])]);
+    assert_eq!((tally.written, tally.retried_total()), (4, 1));
+    // The first call is always made, however short the time.
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: BatchSink::new(2, Duration::from_secs(10)),
+        receipts: receipts_for(5),
+    };
+    let (response, _) = handler.handle_counted(batch_of(5), Some(Instant::now() + Duration::from_secs(1))).await;
+    assert_eq!(failures(&response), [format!("{:021}", 303)]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"])]);
+}
+
+#[tokio::test]
+async fn no_call_goes_out_past_a_known_failure() {
+    let sink = BatchSink::new(2, Duration::ZERO).answer("sub_1", UNAVAILABLE, 1);
+    let handler = Handler { mapping: Default::default(), sink, receipts: receipts_for(5) };
+    let (response, tally) = handler.handle_counted(batch_of(5), None).await;
+    assert_eq!(failures(&response), [format!("{:021}", 301)]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"])]);
+    assert_eq!((tally.written, tally.retried_total()), (1, 1), "sub_2 shared the call and was written");
+}

@@ -1,0 +1,179 @@
+//! sObject Collections upsert (`PATCH /services/data/vNN.N/composite/sobjects/Lead/<field>`,
+//! API v46.0 and later): up to [`BATCH_SIZE`] Leads in one call, `allOrNone: false`, so each
+//! record is saved or refused on its own. Salesforce answers 200 with one UpsertResult per
+//! record, in the records' order (its documented contract; the results carry no external ID to
+//! match by), each refusal classified as a single upsert's is ([`super::refusals`]): a record
+//! whose email Salesforce refuses goes once more without `Email`, in a second call with the
+//! others refused for it; one whose ID matches several Leads (`DUPLICATE_EXTERNAL_ID`, the
+//! single upsert's 300) is `sink_multiple_matches`.
+
+use serde_json::{json, Value};
+use shared::lead::Lead;
+
+use super::refusals::{self, Refusal};
+use super::{classify_answer, external_id, fields, lead, Salesforce, DUPLICATE_RULE_HEADER};
+use crate::sink::http::transport_error;
+use crate::sink::{BatchItem, SinkError};
+
+/// Records per collection call: Salesforce takes up to 200.
+pub const BATCH_SIZE: usize = 200;
+
+const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
+
+/// `lead` as a collection record: its fields, its type and the external ID.
+pub fn record(lead: &Lead, field: &str) -> Value {
+    with_id(fields(lead), lead, field)
+}
+
+fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
+    fields["attributes"] = json!({"type": "Lead"});
+    fields[field] = json!(external_id(&lead.external_id));
+    fields
+}
+
+/// What one UpsertResult says of its record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Saved(Result<(), SinkError>),
+    /// Refused for its email only: send it again without.
+    EmailRefused,
+}
+
+/// One UpsertResult, judged as a single upsert's answer would be.
+pub fn outcome(result: &Value, field: &str, has_email: bool) -> Outcome {
+    if result["success"] == Value::Bool(true) {
+        return Outcome::Saved(Ok(()));
+    }
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let errors: Vec<Refusal> = result["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let fields = e["fields"].as_array().into_iter().flatten().filter_map(text).collect();
+            Some(Refusal { code: text(&e["statusCode"])?, fields })
+        })
+        .collect();
+    if errors.is_empty() {
+        return Outcome::Saved(Err(UNEXPECTED));
+    }
+    if errors.iter().any(|e| e.code == "DUPLICATE_EXTERNAL_ID") {
+        return Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }));
+    }
+    if has_email && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
+        return Outcome::EmailRefused;
+    }
+    Outcome::Saved(match refusals::meaning(400, &errors, field) {
+        Some(meaning) => meaning.verdict(),
+        None => Err(SinkError::Permanent { reason: "sink_rejected" }),
+    })
+}
+
+impl Salesforce {
+    /// Upserts `items`' Leads ([`BATCH_SIZE`] at most): one result per item, in their order.
+    pub async fn upsert_collection(&self, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
+        let field = self.field().to_owned();
+        let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field)).collect();
+        let mut results = vec![Err(UNEXPECTED); items.len()];
+        let mut sending: Vec<usize> = (0..items.len()).collect();
+        while !sending.is_empty() {
+            let batch: Vec<&Value> = sending.iter().map(|&i| &records[i]).collect();
+            let answers = match self.collection(&json!({"allOrNone": false, "records": batch})).await {
+                Ok(answers) if answers.len() == sending.len() => answers,
+                // One UpsertResult per record, or none is trusted.
+                answered => {
+                    let error = answered.err().unwrap_or(UNEXPECTED);
+                    for &i in &sending {
+                        results[i] = Err(error);
+                    }
+                    break;
+                }
+            };
+            let mut again = Vec::new();
+            for (&i, answer) in sending.iter().zip(&answers) {
+                match outcome(answer, &field, records[i].get("Email").is_some()) {
+                    Outcome::Saved(result) => results[i] = result,
+                    Outcome::EmailRefused => {
+                        let lead = items[i].lead;
+                        records[i] = with_id(lead::without_email(lead, fields(lead)), lead, &field);
+                        again.push(i);
+                    }
+                }
+            }
+            sending = again;
+        }
+        results
+    }
+
+    /// One collection call: the UpsertResults, or why the call as a whole failed. A session
+    /// that ended gets one new token.
+    async fn collection(&self, body: &Value) -> Result<Vec<Value>, SinkError> {
+        let mut fresh = false;
+        loop {
+            self.check_allocation()?;
+            let session = self.session(fresh).await?;
+            let url = format!("{}{}", session.instance_url, self.collection_path);
+            let request = self
+                .client
+                .patch(url)
+                .bearer_auth(&session.token)
+                .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
+                .json(body);
+            let response = request.send().await.map_err(|e| transport_error(&e))?;
+            self.note_usage(response.headers());
+            let status = response.status().as_u16();
+            if status == 401 && !fresh {
+                fresh = true;
+                continue;
+            }
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let text = response.text().await.map_err(|e| transport_error(&e))?;
+            if status == 200 {
+                let answers: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                return answers.as_array().cloned().ok_or(UNEXPECTED);
+            }
+            return Err(classify_answer(status, retry_after.as_deref(), &text, self.field())
+                .err()
+                .unwrap_or(UNEXPECTED));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_upsert_result_is_judged_as_a_single_upserts_answer() {
+        let saved = json!({"id": "00Q1", "success": true, "errors": [], "created": true});
+        assert_eq!(outcome(&saved, "F__c", true), Outcome::Saved(Ok(())));
+        let refused =
+            |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": []}]});
+        let retry = |reason| Outcome::Saved(Err(SinkError::Retryable { reason, retry_after: None }));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", true), retry("sink_row_locked"));
+        assert_eq!(
+            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", true),
+            retry("sink_org_validation_rule")
+        );
+        assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", true), Outcome::Saved(Ok(())));
+        assert_eq!(
+            outcome(&refused("DUPLICATE_EXTERNAL_ID"), "F__c", true),
+            Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }))
+        );
+        assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", true), Outcome::EmailRefused);
+        assert_eq!(
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", false),
+            Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" })),
+            "already without Email: the lead's"
+        );
+        assert_eq!(
+            outcome(&refused("SOMETHING_NEW"), "F__c", true),
+            Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
+        );
+        assert_eq!(
+            outcome(&json!({"success": false}), "F__c", true),
+            Outcome::Saved(Err(UNEXPECTED)),
+            "no errors: retried"
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! The CRM sinks' batch calls through the stream worker and a real receipts table, against
+//! the stand-ins with their documented limits. HubSpot (100 requests per rolling 10 s, 429
+//! beyond): a stream batch of leads is a handful of calls, each lead decided by its own
+//! input's answer, one person one contact, a crash between the calls and the receipts'
+//! updates replays to one ticket per submission, a 429 inside a batch hands it back, and the
+//! sink paces itself so it never meets a 429 at all. Salesforce (sObject Collections, a daily
+//! allocation): one call per page of the stream, each record judged on its own, and no call
+//! into the org's last tenth.
+
+use std::time::Duration;
+
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::receipts::DynamoReceipts;
+use stream_worker::sink::{BatchItem, LeadSink, Sink};
+use tests::aws::sample_lead;
+use tests::crm::{HubSpotStandIn, SalesforceStandIn};
+use tests::stub_http::FailNext;
+use tests::worker::{self, World};
+
+const ID_PROPERTY: &str = "static_forms_submission_id";
+
+async fn hubspot(standin: &HubSpotStandIn) -> Sink {
+    Sink::connect(&SinkConfig::HubSpot {
+        token: "pat-test".into(),
+        base_url: standin.server.url(),
+        id_property: ID_PROPERTY.into(),
+        pipeline: "0".into(),
+        stage: "1".into(),
+    })
+    .await
+    .unwrap()
+}
+
+fn handler(w: &World, sink: Sink) -> Handler<Sink, DynamoReceipts> {
+    Handler { mapping: Default::default(), sink, receipts: w.receipts() }
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("{prefix}_{i:03}")).collect()
+}
+
+fn status(w: &World, id: &str) -> (String, Option<String>) {
+    w.status(id).unwrap_or_else(|| panic!("{id}: no receipt"))
+}
+
+/// Calls the stand-in served, by kind (`POST /crm/v3/objects/tickets/batch/upsert`, ...).
+fn calls_of(standin: &HubSpotStandIn, kind: &str) -> usize {
+    standin.state.lock().unwrap().calls.iter().filter(|c| c.ends_with(kind)).count()
+}
+
+#[tokio::test]
+async fn a_stream_batch_of_leads_from_few_people_is_four_calls_one_contact_each_and_a_ticket_each() {
+    let w = World::start("hs-batch-calls").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let handler = handler(&w, hubspot(&standin).await);
+    // 60 submissions, 12 people (5 each, one of them under another case of the address).
+    let subs = ids("sub_hsb", 60);
+    for (i, id) in subs.iter().enumerate() {
+        let email = if i == 12 { "Person0@Example.com".to_owned() } else { format!("person{}@example.com", i % 12) };
+        w.deliver_form(id, &format!("Person {}", i % 12), &email, "Hello", &[]);
+    }
+    worker::drain(&w.poller(), &handler).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (60, 12, 60));
+    let per_kind: Vec<usize> =
+        ["tickets/batch/read", "contacts/batch/upsert", "tickets/batch/upsert", "batch/associate/default"]
+            .iter()
+            .map(|kind| state.calls.iter().filter(|c| c.ends_with(kind)).count())
+            .collect();
+    // The poller hands the stream over in pages; each page is one call of each kind.
+    let pages = per_kind[0];
+    assert!(pages >= 1 && per_kind.iter().all(|n| *n == pages), "{per_kind:?}");
+    assert!(state.calls.len() <= 6 * pages && state.calls.len() * 10 <= 60 * 4, "{:?}", state.calls);
+    assert_eq!(state.throttled, 0);
+}
+
+#[tokio::test]
+async fn a_refused_input_fails_its_own_lead_and_its_neighbours_become_leads() {
+    let w = World::start("hs-batch-refused").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let subs = ids("sub_hsr", 5);
+    {
+        let mut state = standin.state.lock().unwrap();
+        // A 207 with mixed results: one ticket refused for its content.
+        let refusal = serde_json::json!({"status": "error", "category": "VALIDATION_ERROR",
+            "errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["subject"]}}]});
+        state.refuse_inputs.insert(subs[2].clone(), refusal);
+        // A contact the batch call refuses as a whole (409): split until it stands alone.
+        state.conflicting_emails.insert("bob@example.com".into());
+    }
+    for (i, id) in subs.iter().enumerate() {
+        let email = if i == 3 { "bob@example.com".to_owned() } else { format!("p{i}@example.com") };
+        w.deliver_form(id, "Pat Doe", &email, "Hello", &[]);
+    }
+    worker::drain(&w.poller(), &handler(&w, hubspot(&standin).await)).await;
+    assert_eq!(status(&w, &subs[2]), ("FAILED".into(), Some("sink_rejected".into())));
+    for i in [0, 1, 3, 4] {
+        assert_eq!(status(&w, &subs[i]), ("COMPLETED".into(), None), "{}", subs[i]);
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.tickets.len(), 4);
+    // Bob's contact was given up (a standing conflict), his ticket keeps the address.
+    let bob = &state.tickets[&subs[3]].1;
+    assert!(bob["content"].as_str().unwrap().ends_with("(email as submitted: bob@example.com)"), "{bob}");
+    assert_eq!(state.contacts.len(), 4, "p0, p1, p2 and p4: p2's contact is written though its ticket was refused");
+    assert_eq!(state.associations.len(), 3);
+}
+
+#[tokio::test]
+async fn a_crash_after_the_batch_calls_replays_to_one_ticket_per_submission_untouched() {
+    let w = World::start("hs-batch-crash").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let sink = hubspot(&standin).await;
+    let subs = ids("sub_hsc", 8);
+    let keys: Vec<String> = subs.iter().map(|id| w.deliver(id)).collect();
+    // The calls go through, then the worker dies before any receipt is updated.
+    let leads: Vec<_> = subs.iter().map(|id| sample_lead(id)).collect();
+    let items: Vec<BatchItem<'_>> =
+        leads.iter().zip(&keys).map(|(lead, key)| BatchItem { lead, receipt_key: key }).collect();
+    assert!(sink.upsert_batch(&items, None).await.iter().all(Result::is_ok));
+    for id in &subs {
+        assert_eq!(status(&w, id), ("RECEIVED".into(), None), "{id}");
+    }
+    // An agent works one ticket meanwhile.
+    standin.state.lock().unwrap().tickets.get_mut(&subs[0]).unwrap().1["hs_pipeline_stage"] = "4".into();
+    standin.state.lock().unwrap().calls.clear();
+    // The stream delivers the records again: every receipt completes, nothing is written twice.
+    worker::drain(&w.poller(), &handler(&w, sink)).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (8, 1, 8));
+    assert_eq!(state.tickets[&subs[0]].1["hs_pipeline_stage"], "4", "the agent's stage");
+    assert!(!state.calls.iter().any(|c| c.ends_with("batch/upsert") || c.contains("associate")), "{:?}", state.calls);
+}
+
+#[tokio::test]
+async fn a_429_inside_a_batch_hands_it_back_and_the_replay_writes_each_lead_once() {
+    let w = World::start("hs-batch-429").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let handler = handler(&w, hubspot(&standin).await);
+    let subs = ids("sub_hst", 6);
+    for id in &subs {
+        w.deliver(id);
+    }
+    // The contacts went in; the tickets' call meets the window used up by another app.
+    standin.state.lock().unwrap().fail_path.insert("tickets/batch/upsert".into(), FailNext::new(1, 429));
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1, "{pass:?}");
+    for id in &subs {
+        assert_eq!(status(&w, id), ("RECEIVED".into(), None), "{id}");
+    }
+    worker::drain(&w.poller(), &handler).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (6, 1, 6));
+}
+
+#[tokio::test]
+async fn the_sink_paces_itself_to_the_rate_limit_headers_and_meets_no_429() {
+    let w = World::start("hs-batch-paced").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    // A tight window: two requests per second. Each page of the stream is four calls.
+    standin.state.lock().unwrap().rate_limit = Some((2, Duration::from_secs(1)));
+    let handler = handler(&w, hubspot(&standin).await);
+    let subs = ids("sub_hsp", 30);
+    for id in &subs {
+        w.deliver(id);
+    }
+    worker::drain(&w.poller(), &handler).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.throttled, 0, "paced: no request met the limit");
+    assert_eq!(state.tickets.len(), 30);
+    drop(state);
+    assert!(calls_of(&standin, "batch/associate/default") >= 1);
+}
+
+const SF_FIELD: &str = "Static_Forms_Submission_Id__c";
+
+fn salesforce() -> SalesforceStandIn {
+    SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD)
+}
+
+async fn salesforce_sink(standin: &SalesforceStandIn) -> Sink {
+    Sink::connect(&SinkConfig::Salesforce {
+        instance_url: standin.server.url(),
+        client_id: "sf-client".into(),
+        client_secret: "sf-secret".into(),
+        api_version: "60.0".into(),
+        external_id_field: SF_FIELD.into(),
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn salesforce_takes_a_stream_batch_in_one_collection_call_each_record_judged_on_its_own() {
+    let w = World::start("sf-batch-mixed").await;
+    let standin = salesforce();
+    let subs = ids("sub_sfb", 40);
+    {
+        let mut state = standin.state.lock().unwrap();
+        // Refused for its email only: saved once more without it.
+        state.refused_emails.insert("refused@example.com".into());
+        // Several Leads hold one ID: that record's own failure.
+        state.ambiguous.insert(subs[5].clone());
+    }
+    for (i, id) in subs.iter().enumerate() {
+        let email = if i == 7 { "refused@example.com".to_owned() } else { format!("v{i}@example.com") };
+        w.deliver_form(id, "Ada Lovelace", &email, "Hello", &[]);
+    }
+    worker::drain(&w.poller(), &handler(&w, salesforce_sink(&standin).await)).await;
+    assert_eq!(status(&w, &subs[5]), ("FAILED".into(), Some("sink_multiple_matches".into())));
+    for (i, id) in subs.iter().enumerate().filter(|(i, _)| *i != 5) {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{i}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.leads.len(), 39);
+    assert!(state.leads[&subs[7]].get("Email").is_none(), "saved without the refused address");
+    assert!(state.leads[&subs[7]]["Description"].as_str().unwrap().contains("refused@example.com"));
+    // The poller's pages are one collection call each, and one more for the refused email.
+    let records: usize = state.collections.iter().sum();
+    assert_eq!(records, 41, "40 records, and one again without its email: {:?}", state.collections);
+    assert!(state.collections.len() * 20 <= 40 * 2, "at most 0.05 calls per lead: {:?}", state.collections);
+}
+
+#[tokio::test]
+async fn salesforce_stops_at_nine_tenths_of_the_allocation_and_hands_the_records_back() {
+    let w = World::start("sf-batch-allocation").await;
+    let standin = salesforce();
+    {
+        let mut state = standin.state.lock().unwrap();
+        (state.api_limit, state.api_used) = (100, 89);
+    }
+    let handler = handler(&w, salesforce_sink(&standin).await);
+    let (first, second) = ("sub_sfa_1", "sub_sfa_2");
+    w.deliver(first);
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 0, "{pass:?}");
+    assert_eq!(status(&w, first), ("COMPLETED".into(), None));
+    // That answer said 90 of 100: the next record waits, the org keeps its last tenth.
+    w.deliver(second);
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1, "{pass:?}");
+    assert_eq!(status(&w, second), ("RECEIVED".into(), None));
+    assert_eq!(standin.state.lock().unwrap().api_used, 90, "no call past nine tenths");
+}
