@@ -15,7 +15,7 @@ class Sink:
     """How the stream worker writes leads to one sink."""
     name: str
     lanes: int            # records of one batch in flight at once (handler.rs)
-    calls_per_lead: int   # API calls per lead, one after another
+    calls: int            # API calls per write, one after another: a lead's, or a batch's
     call_ms: float        # latency of one call (assumed)
     calls_per_s: float    # the sink's documented (or assumed) rate limit, calls per second
     limit_name: str
@@ -23,6 +23,9 @@ class Sink:
     connections: bool = False  # one connection per concurrent batch (PostgreSQL)
     calls_per_day: float = math.inf  # a daily allocation, on top of the rate limit
     worker_advice: str = "ParallelizationFactor (up to 10 batches per shard at once)"
+    batch_max: int = 1    # leads one write takes (1: one lead per call; the CRMs take a batch)
+    single_calls: int = 0  # calls for one lead alone (reconcile, redrive); 0: `calls`
+    paces_daily: bool = False  # spreads its daily allocation over 24 hours (HubSpot's pacer)
 
     def sustained_calls_per_s(self):
         """The calls per second the sink takes all day: its rate limit, or its daily allocation."""
@@ -35,16 +38,19 @@ SINKS = [
     Sink("postgres", int(v("worker_lanes")), 1, v("postgres_statement_ms"), math.inf,
          "max_connections", "a connection pooler (RDS Proxy, PgBouncer) or a lower ParallelizationFactor",
          connections=True),
-    Sink("hubspot", 1, int(v("hubspot_calls_per_lead")), v("hubspot_call_ms"), v("hubspot_calls_per_10s") / 10,
+    Sink("hubspot", 1, int(v("hubspot_calls_per_batch")), v("hubspot_call_ms"), v("hubspot_calls_per_10s") / 10,
          "HubSpot 100 calls/10 s and 250,000/day (Free/Starter)",
-         "a higher tier or the API limit add-on, and batch upserts of up to 100 inputs per call (the sink sends one)",
-         calls_per_day=v("hubspot_calls_per_day"),
+         "a higher tier or the API limit add-on (calls counted at full batches: 4 carry 100 leads; a longer "
+         "MaximumBatchingWindowInSeconds keeps batches fuller below the limit)",
+         calls_per_day=v("hubspot_calls_per_day"), batch_max=int(v("hubspot_batch_max")),
+         single_calls=int(v("hubspot_calls_per_single")), paces_daily=True,
          worker_advice=("ParallelizationFactor, at a price: two receipts of one person may then run at once and "
                         "race on the contact (a 409 costs the association, not the ticket)")),
-    Sink("salesforce", int(v("worker_lanes")), 1, v("salesforce_call_ms"), math.inf,
-         "Salesforce 150,000 calls/24 h (Enterprise, 50 licenses)",
-         "sObject Collections upserts of up to 200 records per call (the sink sends one), or more API calls",
-         calls_per_day=v("salesforce_calls_per_day")),
+    Sink("salesforce", int(v("worker_lanes")), int(v("salesforce_calls_per_batch")), v("salesforce_call_ms"),
+         math.inf, "Salesforce 150,000 calls/24 h (Enterprise, 50 licenses)",
+         "more API calls (licenses or an add-on), or BatchSize 200 (a collection takes 200 records; a stream "
+         "batch of 100 fills it halfway)", calls_per_day=v("salesforce_calls_per_day"),
+         batch_max=int(v("salesforce_collection_max")), single_calls=int(v("salesforce_calls_per_single"))),
 ]
 
 
@@ -81,13 +87,40 @@ def shards(rate):
 
 
 def record_seconds(sink):
-    """One record's time in the stream worker: the sink's calls in turn, then the receipt update."""
-    return (sink.calls_per_lead * sink.call_ms + v("receipt_update_ms")) / 1000
+    """One record's time when it is settled alone (reconcile, redrive; and every record of a sink
+    that takes one lead per call): the sink's calls in turn, then the receipt update."""
+    return ((sink.single_calls or sink.calls) * sink.call_ms + v("receipt_update_ms")) / 1000
+
+
+def full_batch(sink):
+    """Leads one write carries when the stream hands over full batches (a backlog)."""
+    return min(v("esm_batch_size"), sink.batch_max)
+
+
+def records_per_write(rate, sink):
+    """Leads one write carries at a steady `rate`: what a shard gathers in the batching window,
+    at most a full batch (one for sinks that take a lead per call)."""
+    if sink.batch_max == 1:
+        return 1
+    gathered = rate * (1 - DUPLICATES) / shards(rate) * v("esm_batching_window_s")
+    return max(1.0, min(gathered, full_batch(sink)))
+
+
+def calls_per_lead(rate, sink):
+    """API calls per lead at a steady `rate` (`rate=None`: full batches, as in a backlog)."""
+    carried = full_batch(sink) if rate is None else records_per_write(rate, sink)
+    return sink.calls / carried
 
 
 def invocation_rate(sink, batch=None):
     """Records per second one invocation works through with full batches."""
     batch = batch or v("esm_batch_size")
+    if sink.batch_max > 1:
+        # One write per batch (sent in full batches), then the receipts' updates, lanes at once.
+        writes = math.ceil(batch / sink.batch_max)
+        seconds = (writes * sink.calls * sink.call_ms + math.ceil(batch / int(v("worker_lanes")))
+                   * v("receipt_update_ms") + v("invocation_overhead_ms")) / 1000
+        return batch / seconds
     seconds = math.ceil(batch / sink.lanes) * record_seconds(sink) + v("invocation_overhead_ms") / 1000
     return batch / seconds
 
@@ -112,7 +145,10 @@ def stages(rate, sink, parallelization=None):
         ("Lambda concurrency (shards x ParallelizationFactor)", concurrent,
          v("lambda_account_concurrency"), "executions", "raise the account's concurrency quota"),
         ("stream worker", new, concurrent * invocation_rate(sink), "records/s", sink.worker_advice),
-        (f"{sink.name} rate limit", new * sink.calls_per_lead, sink.sustained_calls_per_s(), "calls/s",
+        # A batching sink's calls at full batches: below its limit batches are as full as a
+        # shard gathers in the batching window (records_per_write); at it, the sink's pacing
+        # holds calls, records wait, and batches fill, so full batches are the load it must carry.
+        (f"{sink.name} rate limit", new * calls_per_lead(None, sink), sink.sustained_calls_per_s(), "calls/s",
          sink.limit_advice),
     ]
     if sink.connections:
@@ -133,7 +169,7 @@ def capacity(sink, rate=1, parallelization=None):
     """Leads per second the path sustains to `sink` (the stream worker or the sink's limit)."""
     parallelization = parallelization or v("esm_parallelization")
     consumer = shards(rate) * parallelization * invocation_rate(sink)
-    return min(consumer, sink.sustained_calls_per_s() / sink.calls_per_lead)
+    return min(consumer, sink.sustained_calls_per_s() / calls_per_lead(None, sink))
 
 
 def cost_per_million(rate, sink):

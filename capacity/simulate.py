@@ -36,7 +36,7 @@ class Scenario:
     max_record_age_s: float | None = v("esm_max_record_age_s")
     reconcile: bool = True
     error_rate: float = 0.02    # sink calls answered 429/5xx and retried
-    calls_per_lead: int = 1     # a lead fails when any of its calls does
+    calls_per_lead: float = 1   # a lead fails when any of its calls does
     seed: int = 7
     tick_s: int = 1             # the model's step; a divisor of 900 (reconcile's period)
 

@@ -138,11 +138,22 @@ class Model(unittest.TestCase):
         salesforce = next(s for s in model.SINKS if s.name == "salesforce")
         webhook = next(s for s in model.SINKS if s.name == "webhook")
         postgres = next(s for s in model.SINKS if s.name == "postgres")
-        # HubSpot's daily allocation: 250,000 calls, 4 per lead, is under 1 lead a second.
-        name, headroom, _ = model.first_bottleneck(1, hubspot)
+        # HubSpot's daily allocation: 250,000 calls, 4 per batch of 100 leads, is about 72 leads
+        # a second: 1.03x at 100 deliveries/s (70 new leads/s), overloaded at 1,000/s.
+        name, headroom, _ = model.first_bottleneck(100, hubspot)
         self.assertEqual(name, "hubspot rate limit")
-        self.assertAlmostEqual(headroom, 250_000 / (0.7 * 4 * 86_400), places=6)
+        self.assertAlmostEqual(headroom, 250_000 / (70 * 0.04 * 86_400), places=6)
+        self.assertLess(model.first_bottleneck(1_000, hubspot)[1], 1)
+        self.assertAlmostEqual(model.capacity(hubspot), 250_000 / 86_400 / 0.04, places=6)
+        # Salesforce: 150,000 calls of 100 leads each (a stream batch fills a collection of 200
+        # halfway).
         self.assertEqual(model.first_bottleneck(1, salesforce)[0], "salesforce rate limit")
+        self.assertAlmostEqual(model.capacity(salesforce), 150_000 / 86_400 * 100, places=6)
+        # Below the limit, a batch carries what a shard gathers in the 1-second window.
+        self.assertEqual(model.records_per_write(1, hubspot), 1)
+        self.assertAlmostEqual(model.records_per_write(10, hubspot), 7 / 4)
+        self.assertAlmostEqual(model.records_per_write(10_000, hubspot), 7_000 / 1_959)
+        self.assertEqual(model.records_per_write(10_000, webhook), 1, "one lead per call")
         self.assertGreater(model.first_bottleneck(100, webhook)[1], 1)
         # One connection per shard's batch: past max_connections at 1,000/s.
         name, headroom, advice = model.first_bottleneck(1_000, postgres)

@@ -104,7 +104,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 let mut done = Vec::with_capacity(indices.len());
                 for index in indices {
                     let _slot = slots.acquire().await.expect("the semaphore is never closed");
-                    if index > lowest_failure.load(Ordering::Acquire) {
+                    if past(index, lowest_failure.load(Ordering::Acquire)) {
                         break;
                     }
                     let record = &records[index];
@@ -319,6 +319,13 @@ fn conclude(records: &[EventRecord], results: Vec<Option<Settled>>) -> (DynamoDb
     // Lambda checkpoints at the lowest reported record; the first is that record.
     response.batch_item_failures.truncate(1);
     (response, tally)
+}
+
+/// Whether the record at `index` comes after the lowest known failure (then it is not started).
+/// A record is never compared with itself as the lowest failure: whatever set it has already
+/// moved past it.
+fn past(index: usize, lowest_failure: usize) -> bool {
+    index > lowest_failure
 }
 
 /// Adds `record` to the report of records to retry.

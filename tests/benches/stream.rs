@@ -24,6 +24,7 @@ use stream_worker::handler::{Handler, MAX_CONCURRENT_RECORDS};
 use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::{LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt};
+use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::postgres::Postgres;
 use tests::worker::{sqlite_leads, World, TABLE};
 use tests::{delivery, now_millis};
@@ -150,6 +151,59 @@ fn completed(world: &World, ids: &[String]) -> usize {
     ids.iter().filter(|id| world.status(id).is_some_and(|(status, _)| status == "COMPLETED")).count()
 }
 
+/// The CRM sinks against their stand-ins with the documented limits on (HubSpot: 100 requests
+/// per rolling 10 s, 429 beyond; Salesforce: the daily API allocation, counted), before (one
+/// lead per call, as the sinks were: [`OneAtATime`]) and after (batches): leads/s, API calls
+/// per lead, 429s answered, and duplicates (CRM records beyond one per submission: must be 0).
+/// The batch runs feed waiting receipts as Lambda does (stream batches of 100); the one-by-one
+/// runs take fewer receipts, since at four calls a lead HubSpot's pacing (the day's 250,000
+/// calls spread over 24 hours) holds them to about 0.7 leads/s.
+async fn crm_runs(world: &World, quick: bool, holds: &mut bool) -> Vec<Value> {
+    let (batched, one_by_one) = if quick { (200, 10) } else { (500, 20) };
+    let mut rows = Vec::new();
+    for (crm, mode, count) in [
+        ("hubspot", "one-by-one", one_by_one),
+        ("hubspot", "batched", batched),
+        ("salesforce", "one-by-one", one_by_one),
+        ("salesforce", "batched", batched),
+    ] {
+        let run_ids = ids(&format!("{crm}-{mode}"), count);
+        let records = receipts(world, &run_ids);
+        let hubspot = HubSpotStandIn::start("pat-bench", "static_forms_submission_id");
+        let salesforce = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Submission_Id__c");
+        let config = match crm {
+            "hubspot" => hubspot.sink_config(),
+            _ => salesforce.sink_config(),
+        };
+        let sink = Sink::connect(&config).await.unwrap();
+        let (per_s, cpu_us) = match mode {
+            "one-by-one" => run(world, OneAtATime(sink), records, 100).await,
+            _ => run(world, sink, records, 100).await,
+        };
+        let done = completed(world, &run_ids);
+        let (calls, throttled, records_in_crm) = match crm {
+            "hubspot" => {
+                let state = hubspot.state.lock().unwrap();
+                (state.requests as u64, state.throttled, state.tickets.len())
+            }
+            _ => {
+                let state = salesforce.state.lock().unwrap();
+                (state.api_used + state.issued as u64, 0, state.leads.len())
+            }
+        };
+        let duplicates = records_in_crm.saturating_sub(count);
+        *holds &= done == count && records_in_crm == count;
+        let calls_per_lead = calls as f64 / count as f64;
+        println!(
+            "stream bench: {crm:10} {mode:10} {count:4} leads: {per_s:6.1} leads/s, {calls_per_lead:.3} calls/lead, {throttled} 429s, {duplicates} duplicates, {done}/{count} completed"
+        );
+        rows.push(json!({"sink": crm, "mode": mode, "leads": count, "leads_per_s": per_s, "cpu_us_per_record": cpu_us,
+            "api_calls": calls, "calls_per_lead": calls_per_lead, "throttled_429": throttled,
+            "duplicates": duplicates, "completed": done}));
+    }
+    rows
+}
+
 /// The whole bench's time limit: past it, the process ends (its servers with it).
 const TIME_LIMIT: Duration = Duration::from_secs(600);
 
@@ -208,6 +262,7 @@ async fn main() {
                 "cpu_us_per_record": cpu_us, "completed": done, "records": count}));
         }
     }
+    let crm_rows = crm_runs(&world, quick, &mut holds).await;
     let sqlite_leads = sqlite_leads(std::path::Path::new(&sqlite_path)).len();
     let (client, connection) = tokio_postgres::connect(&postgres.url(), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
@@ -223,6 +278,7 @@ async fn main() {
         "store_ceiling_one_at_a_time_updates_per_s": serial_ceiling_per_s,
         "store_ceiling_cpu_us_per_update": ceiling_cpu_us,
         "runs": rows,
+        "crm_runs": crm_rows,
         "sqlite_leads": sqlite_leads,
         "sqlite_leads_expected": expected_sqlite,
         "postgres_leads": postgres_leads,

@@ -9,10 +9,9 @@
 
 use std::time::Duration;
 
-use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::receipts::DynamoReceipts;
-use stream_worker::sink::{BatchItem, LeadSink, Sink};
+use stream_worker::sink::{BatchItem, LeadSink, Sink, SinkError};
 use tests::aws::sample_lead;
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 use tests::stub_http::FailNext;
@@ -21,15 +20,7 @@ use tests::worker::{self, World};
 const ID_PROPERTY: &str = "static_forms_submission_id";
 
 async fn hubspot(standin: &HubSpotStandIn) -> Sink {
-    Sink::connect(&SinkConfig::HubSpot {
-        token: "pat-test".into(),
-        base_url: standin.server.url(),
-        id_property: ID_PROPERTY.into(),
-        pipeline: "0".into(),
-        stage: "1".into(),
-    })
-    .await
-    .unwrap()
+    Sink::connect(&standin.sink_config()).await.unwrap()
 }
 
 fn handler(w: &World, sink: Sink) -> Handler<Sink, DynamoReceipts> {
@@ -192,15 +183,7 @@ fn salesforce() -> SalesforceStandIn {
 }
 
 async fn salesforce_sink(standin: &SalesforceStandIn) -> Sink {
-    Sink::connect(&SinkConfig::Salesforce {
-        instance_url: standin.server.url(),
-        client_id: "sf-client".into(),
-        client_secret: "sf-secret".into(),
-        api_version: "60.0".into(),
-        external_id_field: SF_FIELD.into(),
-    })
-    .await
-    .unwrap()
+    Sink::connect(&standin.sink_config()).await.unwrap()
 }
 
 #[tokio::test]
@@ -254,4 +237,86 @@ async fn salesforce_stops_at_nine_tenths_of_the_allocation_and_hands_the_records
     assert_eq!(pass.failed_batches, 1, "{pass:?}");
     assert_eq!(status(&w, second), ("RECEIVED".into(), None));
     assert_eq!(standin.state.lock().unwrap().api_used, 90, "no call past nine tenths");
+}
+
+#[tokio::test]
+async fn salesforce_a_crash_after_the_collection_call_replays_to_one_lead_per_submission() {
+    let w = World::start("sf-batch-crash").await;
+    let standin = salesforce();
+    let sink = salesforce_sink(&standin).await;
+    let subs = ids("sub_sfc", 8);
+    let keys: Vec<String> = subs.iter().map(|id| w.deliver(id)).collect();
+    let leads: Vec<_> = subs.iter().map(|id| sample_lead(id)).collect();
+    let items: Vec<BatchItem<'_>> =
+        leads.iter().zip(&keys).map(|(lead, key)| BatchItem { lead, receipt_key: key }).collect();
+    assert!(sink.upsert_batch(&items, None).await.iter().all(Result::is_ok));
+    worker::drain(&w.poller(), &handler(&w, sink)).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    assert_eq!(standin.state.lock().unwrap().leads.len(), 8, "one Lead per submission after the replay");
+}
+
+#[tokio::test]
+async fn hubspot_a_pacing_wait_past_the_deadline_hands_the_batch_back_with_its_pause() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    standin.state.lock().unwrap().rate_limit = Some((1, Duration::from_secs(60)));
+    let sink = hubspot(&standin).await;
+    let leads = [sample_lead("sub_hpd_1"), sample_lead("sub_hpd_2")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    // The read goes; the next call would wait about a minute, past a 30-second deadline.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let results = sink.upsert_batch(&items, Some(deadline)).await;
+    for result in results {
+        match result {
+            Err(SinkError::Retryable { reason: "sink_paced", retry_after: Some(wait) }) => {
+                assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60), "{wait:?}")
+            }
+            other => panic!("expected sink_paced with its wait, got {other:?}"),
+        }
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.requests, state.throttled), (1, 0), "one call, none into the limit");
+}
+
+#[tokio::test]
+async fn hubspot_two_ids_differing_only_in_case_in_one_batch_never_share_a_ticket() {
+    let w = World::start("hs-batch-case").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    // A portal whose unique values compare without case (HubSpot documents neither way).
+    standin.state.lock().unwrap().fold_ticket_ids = true;
+    let handler = handler(&w, hubspot(&standin).await);
+    w.deliver("ABCdef");
+    w.deliver("abcDEF");
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1, "the second is held back: {pass:?}");
+    assert_eq!(status(&w, "ABCdef"), ("COMPLETED".into(), None));
+    assert_eq!(status(&w, "abcDEF"), ("RECEIVED".into(), None));
+    // Alone in the next batch it is read again: the portal answers the other's ticket, so it
+    // waits for a person, never overwriting it.
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 1, "{pass:?}");
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.tickets.keys().collect::<Vec<_>>(), ["ABCdef"]);
+    assert_eq!(state.tickets["ABCdef"].1[ID_PROPERTY], "ABCdef");
+}
+
+#[tokio::test]
+async fn hubspot_a_423_is_waited_out_as_hubspot_asks_and_the_batch_goes_on() {
+    let w = World::start("hs-batch-423").await;
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let handler = handler(&w, hubspot(&standin).await);
+    for id in ids("sub_hsl", 3) {
+        w.deliver(&id);
+    }
+    // "423 Locked: ... upserting thousands of records in a very short period of time. Include
+    // a delay of at least 2 seconds."
+    standin.state.lock().unwrap().fail_path.insert("tickets/batch/upsert".into(), FailNext::new(1, 423));
+    let started = std::time::Instant::now();
+    let pass = w.poller().pass(&handler).await.unwrap();
+    assert_eq!(pass.failed_batches, 0, "waited in place: {pass:?}");
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    for id in ids("sub_hsl", 3) {
+        assert_eq!(status(&w, &id), ("COMPLETED".into(), None), "{id}");
+    }
 }

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::receipts::DynamoReceipts;
 use stream_worker::sink::{CheckError, LeadSink, Sink, SinkError};
@@ -24,27 +23,11 @@ fn salesforce() -> SalesforceStandIn {
 }
 
 async fn salesforce_sink(standin: &SalesforceStandIn) -> Sink {
-    Sink::connect(&SinkConfig::Salesforce {
-        instance_url: standin.server.url(),
-        client_id: "sf-client".into(),
-        client_secret: "sf-secret".into(),
-        api_version: "60.0".into(),
-        external_id_field: SF_FIELD.into(),
-    })
-    .await
-    .unwrap()
+    Sink::connect(&standin.sink_config()).await.unwrap()
 }
 
 async fn hubspot_sink(standin: &HubSpotStandIn) -> Sink {
-    Sink::connect(&SinkConfig::HubSpot {
-        token: "pat-test".into(),
-        base_url: standin.server.url(),
-        id_property: ID_PROPERTY.into(),
-        pipeline: "0".into(),
-        stage: "1".into(),
-    })
-    .await
-    .unwrap()
+    Sink::connect(&standin.sink_config()).await.unwrap()
 }
 
 fn handler(w: &World, sink: Sink) -> Handler<Sink, DynamoReceipts> {
@@ -359,8 +342,14 @@ async fn hubspot_the_standin_checks_content_types_and_the_portal_s_properties() 
     let json_type = [auth, ("Content-Type", "application/json")];
     let unknown = tests::http::send("POST", &url, &json_type, input.to_string().as_bytes()).unwrap();
     assert_eq!(unknown.status, 400, "{}", unknown.body);
-    assert_eq!(unknown.json()["errors"][0]["code"], "PROPERTY_DOESNT_EXIST");
-    assert_eq!(unknown.json()["errors"][0]["context"]["propertyName"], json!(["favourite_colour"]));
+    // HubSpot's form: the verdicts inside the message, which the sink reads as a configuration
+    // fault (retried), never the lead's.
+    let verdicts = stream_worker::sink::hubspot::property_verdicts(&unknown.json());
+    assert_eq!(verdicts, [("PROPERTY_DOESNT_EXIST".to_owned(), "favourite_colour".to_owned())]);
+    assert_eq!(
+        stream_worker::sink::hubspot::classify_error(&unknown.json()),
+        SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
+    );
     // The sink names only the portal's properties, with their content type: the lead is written.
     hubspot_sink(&standin).await.upsert(&sample_lead("sub_hsp"), "k").await.unwrap();
     assert!(standin.state.lock().unwrap().tickets.contains_key("sub_hsp"));

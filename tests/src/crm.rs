@@ -34,6 +34,9 @@ pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
 pub struct HubSpotStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<HubSpotState>>,
+    /// The private app token it takes, and its ticket property for submission IDs.
+    token: String,
+    id_property: String,
 }
 
 #[derive(Default)]
@@ -200,6 +203,7 @@ impl HubSpotStandIn {
             ..HubSpotState::default()
         }));
         let (token, shared) = (token.to_owned(), Arc::clone(&state));
+        let token_for_config = token.clone();
         let server = StubServer::start(move |request: StubRequest| {
             let mut state = shared.lock().unwrap();
             let now = Instant::now();
@@ -218,13 +222,37 @@ impl HubSpotStandIn {
             let response = serve(&mut state, &token, &request);
             with_limits(&state, response)
         });
-        HubSpotStandIn { server, state }
+        HubSpotStandIn { server, state, token: token_for_config, id_property: id_property.to_owned() }
+    }
+
+    /// The HubSpot sink's configuration for this portal: its token and ticket property, the
+    /// support pipeline (`0`) and its first stage (`1`).
+    pub fn sink_config(&self) -> stream_worker::config::SinkConfig {
+        stream_worker::config::SinkConfig::HubSpot {
+            token: self.token.clone(),
+            base_url: self.server.url(),
+            id_property: self.id_property.clone(),
+            pipeline: "0".into(),
+            stage: "1".into(),
+        }
     }
 
     /// Answers the next requests with `failure` (429 with the `RATE_LIMIT` body, 5xx, ...).
     pub fn fail_next(&self, failure: FailNext) {
         self.state.lock().unwrap().fail_next = failure;
     }
+}
+
+/// HubSpot's validation error as its "Using object APIs" page shows it: the category, and the
+/// properties' verdicts as a JSON array inside the message (`error` the code, `name` the
+/// property), with no `errors[].code` and no `context.propertyName`.
+fn invalid_properties(items: &[(&str, &str, &str)]) -> Value {
+    let verdicts: Vec<Value> = items
+        .iter()
+        .map(|(error, name, message)| json!({"isValid": false, "message": message, "error": error, "name": name}))
+        .collect();
+    json!({"status": "error", "category": "VALIDATION_ERROR",
+           "message": format!("Property values were not valid: {}", Value::Array(verdicts))})
 }
 
 /// A batch's results in another order than their inputs: HubSpot does not promise the order,
@@ -287,15 +315,8 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
     state.calls.push(format!("{} {path_only}", request.method));
     let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
     if let Some(unknown) = unknown_property(state, &path, &body) {
-        return StubResponse::json(
-            400,
-            json!({
-                "status": "error", "category": "VALIDATION_ERROR",
-                "message": format!("Property values were not valid: Property \"{unknown}\" does not exist"),
-                "errors": [{"message": format!("Property \"{unknown}\" does not exist"),
-                            "code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": [unknown]}}]
-            }),
-        );
+        let message = format!("Property \"{unknown}\" does not exist");
+        return StubResponse::json(400, invalid_properties(&[("PROPERTY_DOESNT_EXIST", &unknown, &message)]));
     }
     match (request.method.as_str(), path.as_slice()) {
         ("POST", ["crm", "v3", "objects", "tickets", "batch", "read"]) => {
@@ -347,12 +368,13 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                     .iter()
                     .filter(|(t, _)| t == ticket)
                     .map(|(_, contact)| {
-                        json!({"toObjectId": contact.parse::<u64>().unwrap_or_default(),
+                        json!({"toObjectId": contact,
                                "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 16, "label": null}]})
                     })
                     .collect();
                 if to.is_empty() {
                     errors.push(json!({"status": "error", "category": "OBJECT_NOT_FOUND",
+                        "subCategory": "crm.associations.NO_ASSOCIATIONS_FOUND",
                         "message": format!("No tickets to contacts associations found for {ticket}"),
                         "context": {"fromObjectId": [ticket]}}));
                 } else {
@@ -449,8 +471,7 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                 if properties.values().any(|v| v.as_str().is_some_and(|t| t.chars().count() > 65_536)) {
                     errors.push(error_traced(
                         &trace,
-                        json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_STRING_LENGTH",
-                        "message": "Property values were not valid", "context": {"id": [id]}}),
+                        invalid_properties(&[("INVALID_STRING_LENGTH", "content", "value is too long")]),
                     ));
                     continue;
                 }
@@ -483,9 +504,11 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                     if !id.contains('@') {
                         errors.push(error_traced(
                             &trace,
-                            json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_EMAIL",
-                            "message": format!("Email address {id} is invalid"),
-                            "context": {"id": [id], "propertyName": ["email"]}}),
+                            invalid_properties(&[(
+                                "INVALID_EMAIL",
+                                "email",
+                                &format!("Email address {id} is invalid"),
+                            )]),
                         ));
                         continue;
                     }
@@ -532,8 +555,9 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                         && !["1", "2", "4"]
                             .contains(&properties.get("hs_pipeline_stage").and_then(Value::as_str).unwrap_or_default())
                     {
-                        errors.push(error_traced(&trace, json!({"status": "error", "category": "VALIDATION_ERROR", "code": "INVALID_OPTION",
-                            "message": "Property values were not valid", "context": {"propertyName": ["hs_pipeline_stage"]}})));
+                        let message = "was not one of the allowed options";
+                        let refusal = invalid_properties(&[("INVALID_OPTION", "hs_pipeline_stage", message)]);
+                        errors.push(error_traced(&trace, refusal));
                         continue;
                     }
                     let missing = ["subject", "hs_pipeline", "hs_pipeline_stage"]
@@ -565,7 +589,9 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
             // "Error handling": a batch answers 207 per-input errors only when its inputs
             // carry `objectWriteTraceId` (multi-status on); otherwise a refused input is a
             // 400 `VALIDATION_ERROR` for the whole request.
-            let multi_status = inputs.iter().any(|i| i.get("objectWriteTraceId").is_some());
+            // "Partial upserts are not supported when using email as the idProperty" (Using object
+            // APIs): contacts by email answer a refused input with a 400 for the whole batch.
+            let multi_status = inputs.iter().any(|i| i.get("objectWriteTraceId").is_some()) && *object != "contacts";
             if errors.is_empty() {
                 StubResponse::json(200, json!({"status": "COMPLETE", "results": unordered(results)}))
             } else if multi_status {

@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::{
-    lanes, log_record, new_image, sequence_number, wait_allowed, Handler, Pending, Prepared, Retry, Settled,
+    lanes, log_record, new_image, past, sequence_number, wait_allowed, Handler, Pending, Prepared, Retry, Settled,
     MAX_ATTEMPTS, MAX_CONCURRENT_RECORDS,
 };
 use crate::receipts::{Mark, ReceiptStore};
@@ -55,7 +55,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
             wave.sort_by_key(|pending| pending.index);
             for chunk in wave.chunks(self.sink.batch_size().max(1)) {
                 let low = lowest.load(Ordering::Acquire);
-                let chunk: Vec<&Pending> = chunk.iter().filter(|pending| pending.index <= low).collect();
+                let chunk: Vec<&Pending> = chunk.iter().filter(|pending| !past(pending.index, low)).collect();
                 let Some(first) = chunk.first() else { break };
                 let budget = self.sink.batch_budget();
                 if !first_batch && deadline.is_some_and(|deadline| Instant::now() + budget > deadline) {
@@ -89,7 +89,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     ) -> (Vec<(usize, Settled)>, Option<Pending>) {
         let mut settled = Vec::new();
         for &index in lane {
-            if index > lowest.load(Ordering::Acquire) {
+            if past(index, lowest.load(Ordering::Acquire)) {
                 break;
             }
             let record = &records[index];

@@ -14,12 +14,23 @@ struct BatchSink {
     size: usize,
     delay: Duration,
     calls: Mutex<Vec<Vec<String>>>,
+    /// Each lead sent: its ID and message.
+    messages: Mutex<Vec<(String, String)>>,
     answers: Mutex<BTreeMap<String, VecDeque<Result<(), SinkError>>>>,
+    /// Answer one lead fewer than sent (a sink that lost its last answer).
+    short: bool,
 }
 
 impl BatchSink {
     fn new(size: usize, delay: Duration) -> BatchSink {
-        BatchSink { size, delay, calls: Mutex::default(), answers: Mutex::default() }
+        BatchSink {
+            size,
+            delay,
+            calls: Mutex::default(),
+            messages: Mutex::default(),
+            answers: Mutex::default(),
+            short: false,
+        }
     }
 
     /// `id` gets `answer` the next `times` times.
@@ -50,11 +61,17 @@ impl LeadSink for BatchSink {
         assert!(items.len() <= self.size, "never more than the batch size");
         tokio::time::sleep(self.delay).await;
         self.calls.lock().unwrap().push(items.iter().map(|i| i.lead.external_id.clone()).collect());
+        let sent = items.iter().map(|i| (i.lead.external_id.clone(), i.lead.message.clone()));
+        self.messages.lock().unwrap().extend(sent);
         let mut answers = self.answers.lock().unwrap();
-        items
+        let mut results: Vec<Result<(), SinkError>> = items
             .iter()
             .map(|i| answers.get_mut(&i.lead.external_id).and_then(VecDeque::pop_front).unwrap_or(Ok(())))
-            .collect()
+            .collect();
+        if self.short {
+            results.pop();
+        }
+        results
     }
 
     fn batch_budget(&self) -> Duration {
@@ -171,4 +188,91 @@ async fn no_call_goes_out_past_a_known_failure() {
     assert_eq!(failures(&response), [format!("{:021}", 301)]);
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"])]);
     assert_eq!((tally.written, tally.retried_total()), (1, 1), "sub_2 shared the call and was written");
+}
+
+#[tokio::test]
+async fn records_before_a_lead_in_its_lane_settle_on_their_own_and_the_lead_joins_the_wave() {
+    // sub_1's lane: a completion (skipped), then its insert again (a lead to write).
+    let mut batch = event("batch_of_five.json");
+    let mut completion = event("modify_completed.json").records.remove(0);
+    completion.change.sequence_number = Some("000000000000000000201".into());
+    batch.records[2] = std::mem::replace(&mut batch.records[0], completion);
+    batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+    let handler =
+        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(batch, None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.sink.calls(), [ids(&["sub_2", "sub_1", "sub_4", "sub_5"])], "in stream order");
+    assert_eq!((tally.skipped, tally.written), (1, 4));
+}
+
+#[tokio::test]
+async fn a_failure_met_before_the_wave_keeps_later_leads_out_of_it() {
+    // Record 2 has neither image nor key: retried at once, before any lead is sent.
+    let mut batch = event("batch_of_five.json");
+    batch.records[1].change.new_image =
+        serde_dynamo::Item::from(std::collections::HashMap::<String, serde_dynamo::AttributeValue>::new());
+    batch.records[1].change.keys =
+        serde_dynamo::Item::from(std::collections::HashMap::<String, serde_dynamo::AttributeValue>::new());
+    let handler =
+        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(batch, None).await;
+    assert_eq!(failures(&response), ["000000000000000000202"]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1"])], "nothing past the failure is sent");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_wave_starts_only_within_the_deadline() {
+    // sub_1's second record needs a second wave; the first ends at 10 s, and 5 s are left
+    // then: less than a store call's budget.
+    let mut batch = event("batch_of_five.json");
+    batch.records[2] = batch.records[0].clone();
+    batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::from_secs(10)),
+        receipts: five_receipts(),
+    };
+    let (response, _) = handler.handle_counted(batch, Some(Instant::now() + Duration::from_secs(15))).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    assert_eq!(handler.sink.calls().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_whose_budget_ends_exactly_at_the_deadline_is_sent() {
+    let handler = Handler {
+        mapping: Default::default(),
+        sink: BatchSink::new(2, Duration::from_secs(10)),
+        receipts: receipts_for(5),
+    };
+    let (response, _) = handler.handle_counted(batch_of(5), Some(Instant::now() + Duration::from_secs(20))).await;
+    assert_eq!(failures(&response), [format!("{:021}", 305)]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"]), ids(&["sub_3", "sub_4"])]);
+}
+
+#[tokio::test]
+async fn a_lead_the_sink_gave_no_answer_for_is_retried_and_the_others_are_done() {
+    let mut sink = BatchSink::new(100, Duration::ZERO);
+    sink.short = true;
+    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert_eq!(failures(&response), ["000000000000000000205"]);
+    assert_eq!(tally.written, 4);
+    assert_eq!(handler.receipts.status("sub_5"), Some(("RECEIVED", None)));
+}
+
+#[tokio::test]
+async fn one_receipts_records_are_sent_in_stream_order() {
+    // sub_1's insert, then a redrive of it with another message (records 1 and 3).
+    let mut batch = event("batch_of_five.json");
+    let text = serde_json::to_string(&serde_json::to_value(&batch.records[0]).unwrap()).unwrap();
+    batch.records[2] = serde_json::from_str(&text.replace("\"Hello\"", "\"Hello again\"")).unwrap();
+    batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+    let handler =
+        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let (response, _) = handler.handle_counted(batch, None).await;
+    assert!(failures(&response).is_empty());
+    let sub_1: Vec<String> =
+        handler.sink.messages.lock().unwrap().iter().filter(|(id, _)| id == "sub_1").map(|(_, m)| m.clone()).collect();
+    assert_eq!(sub_1, ["Hello", "Hello again"]);
 }

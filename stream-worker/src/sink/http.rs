@@ -20,7 +20,8 @@ pub fn client_with_timeout(timeout: Duration) -> anyhow::Result<reqwest::Client>
     Ok(reqwest::Client::builder().timeout(timeout).redirect(reqwest::redirect::Policy::none()).build()?)
 }
 
-/// Classifies a non-success status. 429, 5xx, 408, 409 and 425 pass with time; so do 401 and
+/// Classifies a non-success status. 429, 5xx, 408, 409, 423 (HubSpot's answer to a burst of
+/// upserts: "include a delay of at least 2 seconds") and 425 pass with time; so do 401 and
 /// 403, which mean the sink's credentials need a fix, not that the lead is wrong (marking
 /// every lead `FAILED` while a token is expired would be the wrong outcome), 3xx, which
 /// means the sink's URL needs a fix (redirects are never followed), 405, which refuses the
@@ -30,7 +31,7 @@ pub fn client_with_timeout(timeout: Duration) -> anyhow::Result<reqwest::Client>
 /// the sink or its URL needs a fix, not the lead. Other 4xx are permanent for this lead.
 pub fn classify_status(status: u16, retry_after: Option<&str>) -> SinkError {
     match status {
-        429 | 500..=599 | 408 | 409 | 425 => {
+        429 | 500..=599 | 408 | 409 | 423 | 425 => {
             SinkError::Retryable { reason: "sink_unavailable", retry_after: parse_retry_after(retry_after) }
         }
         401 | 403 => SinkError::Retryable { reason: "sink_unauthorized", retry_after: None },
@@ -70,7 +71,7 @@ mod tests {
     #[test]
     fn statuses() {
         let retry = |s, h| matches!(classify_status(s, h), SinkError::Retryable { .. });
-        for status in [429, 500, 502, 503, 504, 408, 409, 425, 401, 403] {
+        for status in [429, 500, 502, 503, 504, 408, 409, 423, 425, 401, 403] {
             assert!(retry(status, None), "{status}");
         }
         for status in [301, 302, 303, 307, 308, 300] {

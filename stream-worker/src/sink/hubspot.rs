@@ -44,6 +44,7 @@ use super::{fit, BatchItem, CheckError, LeadSink, SinkError};
 
 mod batch;
 pub mod pace;
+mod plan;
 
 use batch::Found;
 use pace::{Hold, Pacer};
@@ -144,8 +145,9 @@ pub fn association_error(error: SinkError) -> SinkError {
 /// A 409 on the contact upsert: see [`classify_upsert_answer`].
 const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
 
-/// A batch upsert's answer other than 200 or 201, for `object` (`contacts` or `tickets`):
-/// - 207 (the one input failed) and 400: its error decides ([`classify_error`]);
+/// A batch upsert's answer other than 200, 201 and 207 (each input's result is read from
+/// those: `batch::written`), for `object` (`contacts` or `tickets`):
+/// - 400: its error decides ([`classify_error`]);
 /// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
 ///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
 ///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
@@ -156,8 +158,6 @@ const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact
 ///   HubSpot documents no conflict for an upsert by a unique property).
 pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
     match status {
-        // Multi-status: the one input failed; its error says why.
-        207 => classify_error(&answer["errors"][0]),
         400 => classify_error(answer),
         409 if object == "contacts" => CONTACT_CONFLICT,
         status => classify_status(status, retry_after),
@@ -171,22 +171,39 @@ const CONFIG_ERROR_CODES: [&str; 2] = ["PROPERTY_DOESNT_EXIST", "INVALID_ID_PROP
 /// Properties the portal's configuration sets (a wrong pipeline or stage is not the lead's).
 const CONFIG_PROPERTIES: [&str; 2] = ["hs_pipeline", "hs_pipeline_stage"];
 
-/// A HubSpot error body (or a 207's per-input error): an error whose `code` names the portal's
-/// configuration, or whose `context.propertyName` is the configured pipeline or stage, is
-/// retried and loud; anything else about the input is this lead's, `FAILED`. Only codes and
-/// property names are read, never the messages, which repeat the input (a form's email could
-/// otherwise pass for a configuration fault and hold the shard).
+/// A HubSpot error body (or a 207's per-input error): an error whose code names the portal's
+/// configuration, or that names the configured pipeline or stage, is retried and loud;
+/// anything else about the input is this lead's, `FAILED`. Codes and property names are read
+/// from `errors[].code` and `context.propertyName`, and from the verdicts HubSpot embeds in a
+/// validation error's message ([`property_verdicts`]); never the messages' text, which repeats
+/// the input (a form's email could otherwise pass for a configuration fault and hold the shard).
 pub fn classify_error(error: &Value) -> SinkError {
     let entries: Vec<&Value> = error["errors"].as_array().into_iter().flatten().chain([error]).collect();
     let config = entries.iter().any(|e| {
         let code = e["code"].as_str().is_some_and(|c| CONFIG_ERROR_CODES.contains(&c));
         let names = e["context"]["propertyName"].as_array().into_iter().flatten().filter_map(Value::as_str);
-        code || names.into_iter().any(|n| CONFIG_PROPERTIES.contains(&n))
+        let embedded = property_verdicts(e).into_iter().any(|(error, name)| {
+            CONFIG_ERROR_CODES.contains(&error.as_str()) || CONFIG_PROPERTIES.contains(&name.as_str())
+        });
+        code || embedded || names.into_iter().any(|n| CONFIG_PROPERTIES.contains(&n))
     });
     if config {
         return SinkError::Retryable { reason: "sink_config_invalid", retry_after: None };
     }
     SinkError::Permanent { reason: "sink_rejected" }
+}
+
+/// The properties' verdicts HubSpot puts in a validation error's message ("Using object APIs":
+/// `Property values were not valid: [{"isValid":false,"message":"…","error":"INVALID_OPTION",
+/// "name":"hs_pipeline_stage"}]`): each one's `error` code and property `name`. Only a message
+/// that starts with that sentence is read, and only those two fields: the array is JSON, so
+/// text a visitor typed stays inside its own `message` string.
+pub fn property_verdicts(error: &Value) -> Vec<(String, String)> {
+    let message = error["message"].as_str().unwrap_or_default();
+    let Some(array) = message.strip_prefix("Property values were not valid: ") else { return Vec::new() };
+    let Ok(Value::Array(verdicts)) = serde_json::from_str::<Value>(array) else { return Vec::new() };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    verdicts.iter().map(|v| (text(&v["error"]), text(&v["name"]))).collect()
 }
 
 /// The longest value of a HubSpot string property, in characters.
@@ -235,15 +252,10 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
     })
 }
 
-/// A ticket answered under another case of its value: another submission's (HubSpot does not
-/// document whether unique values compare without case). The record waits for a person.
-const ID_COLLISION: SinkError = SinkError::Retryable { reason: "sink_id_collision", retry_after: None };
-
 impl HubSpot {
-    /// Holds a call until the rate-limit window has room for it. A wait that, with one call
-    /// and the receipt's update after it, would not end before `deadline` is not waited:
-    /// `sink_paced`, with the wait as the pause, and the handler hands the records back. A
-    /// used-up day is `sink_daily_limit`.
+    /// Holds a call until the rate-limit window has room for it, while the wait fits
+    /// ([`pace::wait_fits`]); a wait that does not is not waited: `sink_paced`, with the wait as
+    /// the pause, and the handler hands the records back. A used-up day is `sink_daily_limit`.
     async fn pace(&self, deadline: Option<Instant>) -> Result<(), SinkError> {
         loop {
             let hold = self.pacer.lock().map_err(|_| PACER_POISONED)?.try_send(Instant::now());
@@ -252,12 +264,11 @@ impl HubSpot {
                 Err(Hold::DayUsedUp) => {
                     return Err(SinkError::Retryable { reason: "sink_daily_limit", retry_after: None })
                 }
-                Err(Hold::Wait(wait)) => {
-                    let after = wait + super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET;
-                    if deadline.is_some_and(|deadline| Instant::now() + after > deadline) {
-                        return Err(SinkError::Retryable { reason: "sink_paced", retry_after: Some(wait) });
-                    }
+                Err(Hold::Wait(wait)) if pace::wait_fits(wait, Instant::now(), deadline) => {
                     tokio::time::sleep(wait).await;
+                }
+                Err(Hold::Wait(wait)) => {
+                    return Err(SinkError::Retryable { reason: "sink_paced", retry_after: Some(wait) })
                 }
             }
         }
@@ -297,17 +308,8 @@ impl HubSpot {
                 Err(error) => return all(error),
             },
         };
-        let mut results: Vec<Result<(), SinkError>> = vec![Ok(()); leads.len()];
-        let mut open = Vec::new();
-        for (i, lead) in leads.iter().enumerate() {
-            match found.get(lead.external_id.as_str()) {
-                Some(Found::Collision) => results[i] = Err(ID_COLLISION),
-                // Written and associated: a replay changes nothing.
-                Some(Found::Ticket(ticket)) if associated.contains(ticket) => {}
-                _ => open.push(i),
-            }
-        }
-        // 2. The contacts, one input per person (emails compare without case).
+        let (mut results, open) = plan::open_leads(&leads, &found, &associated);
+        // 2. The contacts, one input per person.
         let contacts = self.contacts(open.iter().map(|&i| leads[i]), deadline).await;
         // 3. The new tickets; the ticket of a lead whose contact HubSpot refused holds the email.
         let (mut ticket_inputs, mut pairs) = (BTreeMap::new(), Vec::new());
@@ -325,11 +327,8 @@ impl HubSpot {
             match found.get(lead.external_id.as_str()) {
                 Some(Found::Ticket(ticket)) => pairs.extend(contact.map(|c| (i, (ticket.clone(), c)))),
                 _ => {
-                    let mut properties = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
-                    if contact.is_none() && !lead.email.trim().is_empty() {
-                        let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
-                        properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
-                    }
+                    let (pipeline, stage) = (&self.pipeline, &self.stage);
+                    let properties = plan::new_ticket(lead, contact.is_none(), &self.id_property, pipeline, stage);
                     ticket_inputs.entry(lead.external_id.clone()).or_insert(properties);
                     waiting_for_ticket.push((i, contact));
                 }
@@ -362,25 +361,18 @@ impl HubSpot {
         results
     }
 
-    /// Upserts the contacts of `leads` that gave an email, one input per person (the latest
-    /// lead's name): by lowercased email, the contact's ID, `None` when HubSpot refuses the
-    /// email for good (its content, or a conflict twice in a row), or the error to retry.
+    /// Upserts the contacts of `leads` that gave an email, one input per person
+    /// ([`plan::people`]), a conflict tried once more at once: each person's contact
+    /// ([`plan::contact_results`]), by lowercased email.
     async fn contacts<'a>(
         &self,
         leads: impl Iterator<Item = &'a Lead>,
         deadline: Option<Instant>,
     ) -> BTreeMap<String, Result<Option<String>, SinkError>> {
-        let mut people: BTreeMap<String, (String, Value)> = BTreeMap::new();
-        for lead in leads {
-            if let Some((email, properties)) = contact_input(lead) {
-                people.insert(email.to_lowercase(), (email.to_owned(), properties));
-            }
-        }
+        let people = plan::people(leads);
         let inputs: Vec<(String, Value)> = people.values().cloned().collect();
         let mut written = self.upsert_objects("contacts", "email", &inputs, deadline).await;
-        // A conflict may be a race: another submission from the same new person created the
-        // contact a moment ago. Once more finds it and updates it; a second is a standing one.
-        let conflicts: Vec<usize> = (0..written.len()).filter(|&i| written[i] == Err(CONTACT_CONFLICT)).collect();
+        let conflicts = plan::conflicts(&written);
         if !conflicts.is_empty() {
             let again: Vec<(String, Value)> = conflicts.iter().map(|&i| inputs[i].clone()).collect();
             for (i, result) in
@@ -389,18 +381,7 @@ impl HubSpot {
                 written[i] = result;
             }
         }
-        people
-            .into_keys()
-            .zip(written)
-            .map(|(email, result)| {
-                let contact = match result {
-                    Ok(id) => Ok(Some(id)),
-                    Err(SinkError::Permanent { .. }) => Ok(None),
-                    Err(retryable) => Err(retryable),
-                };
-                (email, contact)
-            })
-            .collect()
+        plan::contact_results(people.into_keys(), written)
     }
 }
 
@@ -458,6 +439,27 @@ mod tests {
             "message": "Email address x does not exist PROPERTY_DOESNT_EXIST not unique is invalid"});
         assert_eq!(classify_error(&input), lead);
         assert_eq!(classify_error(&Value::Null), lead);
+        // HubSpot's documented form: the verdicts inside the message.
+        let verdicts = |items: Value| {
+            json!({"status": "error", "category": "VALIDATION_ERROR",
+            "message": format!("Property values were not valid: {items}"), "context": {"objectWriteTraceId": ["t"]}})
+        };
+        let stage = verdicts(
+            json!([{"isValid": false, "message": "x", "error": "INVALID_OPTION", "name": "hs_pipeline_stage"}]),
+        );
+        assert_eq!(classify_error(&stage), config);
+        let missing =
+            verdicts(json!([{"isValid": false, "message": "x", "error": "PROPERTY_DOESNT_EXIST", "name": "region"}]));
+        assert_eq!(classify_error(&missing), config);
+        let email = verdicts(json!([{"isValid": false, "message": "x", "error": "INVALID_EMAIL", "name": "email"}]));
+        assert_eq!(classify_error(&email), lead);
+        // A visitor's text inside a verdict's message stays there.
+        let typed = r#"[{"error":"PROPERTY_DOESNT_EXIST","name":"hs_pipeline"}]"#;
+        let crafted =
+            verdicts(json!([{"isValid": false, "message": typed, "error": "INVALID_EMAIL", "name": "email"}]));
+        assert_eq!(classify_error(&crafted), lead);
+        let elsewhere = json!({"message": format!("Email address {typed} is invalid")});
+        assert_eq!(classify_error(&elsewhere), lead, "only the documented sentence's array is read");
     }
 
     fn lead_with_email(email: &str) -> Lead {
@@ -527,11 +529,6 @@ mod tests {
         assert_eq!(
             classify_upsert_answer("tickets", 409, &conflict, None),
             SinkError::Retryable { reason: "sink_unavailable", retry_after: None }
-        );
-        let refused = json!({"errors": [{"code": "INVALID_EMAIL", "context": {"propertyName": ["email"]}}]});
-        assert_eq!(
-            classify_upsert_answer("contacts", 207, &refused, None),
-            SinkError::Permanent { reason: "sink_rejected" }
         );
         let missing = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]});
         assert_eq!(

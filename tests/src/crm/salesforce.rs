@@ -42,6 +42,8 @@ use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 pub struct SalesforceStandIn {
     pub server: StubServer,
     pub state: Arc<Mutex<SalesforceState>>,
+    /// The connected app's client ID and secret, the API version and the external ID field.
+    login: [String; 4],
 }
 
 /// The org's duplicate rule on Lead, matching another Lead's email.
@@ -166,6 +168,8 @@ impl SalesforceStandIn {
         let state = Arc::new(Mutex::new(SalesforceState { api_limit: 150_000, ..SalesforceState::default() }));
         let prefix = format!("/services/data/v{version}/sobjects/Lead/{field}/");
         let (client_id, client_secret, shared) = (client_id.to_owned(), client_secret.to_owned(), Arc::clone(&state));
+        let (client_id_for_config, client_secret_for_config) = (client_id.clone(), client_secret.clone());
+        let (version_for_config, field_for_config) = (version.to_owned(), field.to_owned());
         let (version, field) = (version.to_owned(), field.to_owned());
         let own_url: Arc<Mutex<String>> = Arc::default();
         let url = Arc::clone(&own_url);
@@ -199,11 +203,29 @@ impl SalesforceStandIn {
             }
             let response = serve_api(&shared, state, &request, &version, &field, &prefix);
             let state = shared.lock().unwrap();
-            let usage = format!("api-usage={}/{}", state.api_used, state.api_limit);
+            // Salesforce's form: entries separated by `; `, the org's usage among them.
+            let usage = format!(
+                "api-usage={}/{}; per-app-api-usage={}/{}(appName=static-forms-receiver)",
+                state.api_used, state.api_limit, state.api_used, state.api_limit
+            );
             response.with_header("Sforce-Limit-Info", &usage)
         });
         *own_url.lock().unwrap() = server.url();
-        SalesforceStandIn { server, state }
+        let login = [client_id_for_config, client_secret_for_config, version_for_config, field_for_config];
+        SalesforceStandIn { server, state, login }
+    }
+
+    /// The Salesforce sink's configuration for this org (its connected app, API version and
+    /// external ID field).
+    pub fn sink_config(&self) -> stream_worker::config::SinkConfig {
+        let [client_id, client_secret, api_version, external_id_field] = self.login.clone();
+        stream_worker::config::SinkConfig::Salesforce {
+            instance_url: self.server.url(),
+            client_id,
+            client_secret,
+            api_version,
+            external_id_field,
+        }
     }
 
     /// Ends every session, as the org's session timeout does.
@@ -279,8 +301,8 @@ fn serve_api(
 /// to 200 records, each with `attributes.type` Lead and the external ID field, upserted in
 /// order as single upserts are, `allOrNone` false; one UpsertResult per record, in the
 /// records' order (`{id, success, errors: [{statusCode, message, fields}], created}`). A
-/// record whose ID matches several Leads, or repeats another record's ID in the request, is
-/// `DUPLICATE_EXTERNAL_ID`. Over 200 records, or `allOrNone` true, is refused whole here (the
+/// record whose ID matches several Leads is `DUPLICATE_EXTERNAL_ID`; one that repeats another
+/// record's ID in the request is `DUPLICATE_VALUE` ("Duplicate external id specified"). Over 200 records, or `allOrNone` true, is refused whole here (the
 /// sink never sends either).
 fn collection_upsert(
     shared: &Mutex<SalesforceState>,
@@ -320,7 +342,8 @@ fn collection_upsert(
             }
             let Some(id) = id_of(record) else { return failed("MISSING_ARGUMENT", "the external ID field is required") };
             if repeated.contains(&key(&id)) {
-                return failed("DUPLICATE_EXTERNAL_ID", "Duplicate external id specified");
+                // Salesforce's answer for a value repeated within the request.
+                return failed("DUPLICATE_VALUE", &format!("Duplicate external id specified: {id}"));
             }
             let mut fields = record.clone();
             if let Some(object) = fields.as_object_mut() {

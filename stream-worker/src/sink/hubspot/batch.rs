@@ -108,7 +108,7 @@ impl HubSpot {
         let results = answer.body["results"].as_array().into_iter().flatten();
         Ok(results
             .filter(|r| r["to"].as_array().is_some_and(|to| !to.is_empty()))
-            .filter_map(|r| r["from"]["id"].as_str().map(str::to_owned))
+            .filter_map(|r| id_text(&r["from"]["id"]))
             .collect())
     }
 
@@ -142,7 +142,8 @@ impl HubSpot {
                 200 | 201 | 207 => {
                     inputs.iter().map(|(id, _)| written(object, id_property, id, &answer.body)).collect()
                 }
-                400 | 409 if inputs.len() > 1 && !is_config_error(&answer.body) => {
+                // Each half is a call more: only while one more still fits before the deadline.
+                400 | 409 if inputs.len() > 1 && !is_config_error(&answer.body) && time_for_a_call(deadline) => {
                     let (left, right) = inputs.split_at(inputs.len() / 2);
                     let mut results = self.upsert_objects(object, id_property, left, deadline).await;
                     results.extend(self.upsert_objects(object, id_property, right, deadline).await);
@@ -203,11 +204,23 @@ impl HubSpot {
         let status = response.status().as_u16();
         let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let body: Value = response.json().await.unwrap_or(Value::Null);
-        // A 429 (the window shared with other apps' calls, or another worker's) carries no
-        // `Retry-After`: its records go back to the stream, and the pacer, which saw its
-        // `Remaining: 0`, holds the next call until the window has room.
+        // A 429 (the private app's window used by another worker with the same token: each
+        // shard's invocation paces on its own) carries no `Retry-After`: its records go back to
+        // the stream, and the pacer, which saw its `Remaining: 0`, holds the next call until
+        // the window has room. A 423 (a burst of upserts HubSpot is still syncing) asks for "a
+        // delay of at least 2 seconds": waited in place when it fits.
+        let retry_after = match (status, retry_after) {
+            (423, None) => Some(String::from("2")),
+            (_, retry_after) => retry_after,
+        };
         Ok(Answer { status, retry_after, body })
     }
+}
+
+/// Whether one more call (at its timeout) and the receipts' update still fit before `deadline`.
+fn time_for_a_call(deadline: Option<Instant>) -> bool {
+    let needed = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+    deadline.is_none_or(|deadline| Instant::now() + needed <= deadline)
 }
 
 /// An ID as text, whether HubSpot wrote it as a string or a number.
@@ -230,7 +243,8 @@ fn is_config_error(body: &Value) -> bool {
 /// ID it names; else retried (`sink_unexpected_answer`: the write may not have happened, and
 /// the upsert is keyed, so trying again is harmless).
 fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written {
-    let same = |value: &str| if object == "contacts" { value.eq_ignore_ascii_case(id) } else { value == id };
+    // Emails as the sink groups them (lowercase), so a contact's answer finds its input.
+    let same = |value: &str| if object == "contacts" { value.to_lowercase() == id.to_lowercase() } else { value == id };
     let results = answer["results"].as_array().into_iter().flatten();
     let mut mine = results.filter(|r| {
         r["objectWriteTraceId"].as_str() == Some(id) || r["properties"][id_property].as_str().is_some_and(same)
@@ -268,10 +282,30 @@ mod tests {
     }
 
     #[test]
+    fn reads_are_never_the_leads_fault_and_ids_are_read_as_strings_or_numbers() {
+        let permanent = SinkError::Permanent { reason: "sink_rejected" };
+        assert_eq!(read_error(permanent), UNEXPECTED);
+        let throttled = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
+        assert_eq!(read_error(throttled), throttled);
+        assert_eq!(id_text(&json!("512")), Some("512".to_owned()));
+        assert_eq!(id_text(&json!(512)), Some("512".to_owned()));
+        assert_eq!(id_text(&json!(null)), None);
+        assert!(is_config_error(&json!({"errors": [{"code": "PROPERTY_DOESNT_EXIST"}]})));
+        assert!(!is_config_error(&json!({"errors": [{"code": "INVALID_EMAIL"}]})));
+        assert!(time_for_a_call(None));
+        let needed = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+        let now = Instant::now();
+        assert!(time_for_a_call(Some(now + needed + std::time::Duration::from_secs(1))));
+        assert!(!time_for_a_call(Some(now + needed - std::time::Duration::from_secs(1))));
+    }
+
+    #[test]
     fn a_contact_is_matched_by_its_email_without_case_and_a_conflict_is_its_own() {
         let answer = json!({"results": [{"id": "7", "properties": {"email": "Ada@Example.com"}}],
             "errors": [{"category": "CONFLICT", "context": {"id": ["bob@example.com"]}}]});
         assert_eq!(written("contacts", "email", "ada@example.com", &answer), Ok("7".into()));
+        let unicode = json!({"results": [{"id": "8", "properties": {"email": "ÉVA@example.com"}}]});
+        assert_eq!(written("contacts", "email", "éva@example.com", &unicode), Ok("8".into()), "as grouped: lowercase");
         assert_eq!(written("contacts", "email", "BOB@example.com", &answer), Err(CONTACT_CONFLICT));
         let config = json!({"errors": [{"context": {"ids": ["x@y"]}, "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]}]});
         assert_eq!(

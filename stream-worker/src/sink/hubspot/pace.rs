@@ -6,7 +6,14 @@
 //! A call goes when the window has room: the last answer's `Remaining` (minus the calls sent
 //! since) is above zero and this worker's own calls of the last interval are below `Max`.
 //! Otherwise it waits until the oldest own call of the window leaves it (or, when others used
-//! the window up, until the answer that said so is an interval old). A portal whose day is
+//! the window up, until the answer that said so is an interval old).
+//!
+//! The day is paced too: calls are spaced so that the day's remaining calls
+//! (`Daily-Remaining`, shared by every app and worker of the portal) would last 24 hours, the
+//! longest the portal's midnight (in its own time zone, which answers do not say) can be away.
+//! At 250,000 left that is one call per 0.35 s; a backlog then waits a little and goes in
+//! fuller batches, instead of spending the day by noon and waiting for midnight. The spacing
+//! is never over a minute (the last calls of a day go one a minute). A portal whose day is
 //! used up (`Daily-Remaining: 0`) is called once a minute at most, to learn when it is back.
 
 use std::collections::VecDeque;
@@ -19,6 +26,23 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How long a used-up day holds calls before one goes to see whether it is back.
 pub const DAY_PROBE_AFTER: Duration = Duration::from_secs(60);
+
+/// The longest time the day's remaining calls must last.
+pub const DAY: Duration = Duration::from_secs(86_400);
+
+/// The longest pacing wait without a deadline (reconcile, redrive, the local poller): longer
+/// ones hand the records back instead of holding the command.
+pub const MAX_UNTIMED_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a pacing wait of `wait` at `now` is waited: with a deadline (a Lambda invocation's),
+/// the wait, one call at its timeout and the receipt's update must end by it; without one, the
+/// wait must be at most [`MAX_UNTIMED_WAIT`].
+pub fn wait_fits(wait: Duration, now: Instant, deadline: Option<Instant>) -> bool {
+    match deadline {
+        Some(deadline) => now + wait + crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET <= deadline,
+        None => wait <= MAX_UNTIMED_WAIT,
+    }
+}
 
 /// What the rate-limit headers of one answer said; `None` for a header it did not carry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,6 +93,10 @@ pub struct Pacer {
     remaining: Option<(u32, Instant)>,
     /// When an answer last said the day is used up.
     day_used_up: Option<Instant>,
+    /// The last answer's `Daily-Remaining`.
+    daily_remaining: Option<u64>,
+    /// When this worker sent its last call.
+    last_sent: Option<Instant>,
 }
 
 impl Pacer {
@@ -82,6 +110,7 @@ impl Pacer {
             return Err(hold);
         }
         self.sent.push_back(now);
+        self.last_sent = Some(now);
         if let Some((left, _)) = &mut self.remaining {
             *left = left.saturating_sub(1);
         }
@@ -94,7 +123,9 @@ impl Pacer {
             if now < at + DAY_PROBE_AFTER {
                 return Some(Hold::DayUsedUp);
             }
+            // The probe: nothing is known of the day until its answer.
             self.day_used_up = None;
+            self.daily_remaining = None;
         }
         let interval = self.interval();
         while self.sent.front().is_some_and(|sent| *sent + interval <= now) {
@@ -103,6 +134,13 @@ impl Pacer {
         if self.remaining.is_some_and(|(_, at)| at + interval <= now) {
             // An answer an interval old says nothing about the window now.
             self.remaining = None;
+        }
+        // The day: the remaining calls spread over 24 hours, and at least one a minute.
+        if let (Some(remaining), Some(last)) = (self.daily_remaining, self.last_sent) {
+            let spacing = (DAY / u32::try_from(remaining.max(1)).unwrap_or(u32::MAX)).min(DAY_PROBE_AFTER);
+            if now < last + spacing {
+                return Some(Hold::Wait(last + spacing - now));
+            }
         }
         let own_full = self.max.is_some_and(|max| self.sent.len() >= max as usize);
         let window_used_up = self.remaining.is_some_and(|(left, _)| left == 0);
@@ -130,6 +168,7 @@ impl Pacer {
         }
         if let Some(daily) = limits.daily_remaining {
             self.day_used_up = (daily == 0).then_some(now);
+            self.daily_remaining = Some(daily);
         }
     }
 }
@@ -185,6 +224,22 @@ mod tests {
     }
 
     #[test]
+    fn the_days_remaining_calls_are_spread_over_24_hours() {
+        let start = Instant::now();
+        let mut pacer = Pacer::default();
+        // 86,400 left: one call a second.
+        pacer.observe(start, Limits { daily_remaining: Some(86_400), ..limits(100, 99) });
+        assert_eq!(pacer.try_send(start), Ok(()));
+        let half = Duration::from_millis(500);
+        assert_eq!(pacer.try_send(start + half), Err(Hold::Wait(half)));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Ok(()));
+        // 864,000 left: ten a second.
+        pacer.observe(start, Limits { daily_remaining: Some(864_000), ..Limits::default() });
+        assert_eq!(pacer.try_send(start + Duration::from_millis(1_100)), Ok(()));
+        assert_eq!(pacer.try_send(start + Duration::from_millis(1_150)), Err(Hold::Wait(Duration::from_millis(50))));
+    }
+
+    #[test]
     fn a_used_up_day_holds_calls_but_one_a_minute_that_asks_whether_it_is_back() {
         let start = Instant::now();
         let mut pacer = Pacer::default();
@@ -196,6 +251,30 @@ mod tests {
         pacer.observe(probe, used_up);
         assert_eq!(pacer.try_send(probe + Duration::from_secs(1)), Err(Hold::DayUsedUp), "still used up");
         pacer.observe(probe, Limits { daily_remaining: Some(5), ..Limits::default() });
-        assert_eq!(pacer.try_send(probe + Duration::from_secs(1)), Ok(()), "back");
+        assert_eq!(pacer.try_send(probe + DAY_PROBE_AFTER), Ok(()), "back: 5 left, one a minute");
+        // Used up again, then the probe a minute later is not held by the day's spacing.
+        pacer.observe(probe + DAY_PROBE_AFTER, used_up);
+        assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER), Ok(()), "the next probe goes");
+    }
+
+    #[test]
+    fn a_wait_is_waited_only_when_it_and_a_call_fit_before_the_deadline() {
+        let now = Instant::now();
+        let call = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+        let wait = Duration::from_secs(5);
+        assert!(wait_fits(wait, now, Some(now + wait + call)), "ending exactly at the deadline");
+        assert!(!wait_fits(wait, now, Some(now + wait + call - Duration::from_millis(1))));
+        assert!(wait_fits(MAX_UNTIMED_WAIT, now, None));
+        assert!(!wait_fits(MAX_UNTIMED_WAIT + Duration::from_millis(1), now, None), "a command is not held");
+    }
+
+    #[test]
+    fn the_last_calls_of_a_day_go_one_a_minute_not_hours_apart() {
+        let start = Instant::now();
+        let mut pacer = Pacer::default();
+        pacer.observe(start, Limits { daily_remaining: Some(5), ..Limits::default() });
+        assert_eq!(pacer.try_send(start), Ok(()));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Err(Hold::Wait(Duration::from_secs(59))));
+        assert_eq!(pacer.try_send(start + DAY_PROBE_AFTER), Ok(()));
     }
 }

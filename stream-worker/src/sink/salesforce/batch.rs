@@ -69,6 +69,12 @@ pub fn outcome(result: &Value, field: &str, has_email: bool) -> Outcome {
     })
 }
 
+/// `indices` split into the first of each key (in order) and the repeats.
+pub fn first_of_each(indices: &[usize], key: impl Fn(usize) -> String) -> (Vec<usize>, Vec<usize>) {
+    let mut seen = std::collections::BTreeSet::new();
+    indices.iter().partition(|&&i| seen.insert(key(i)))
+}
+
 impl Salesforce {
     /// Upserts `items`' Leads ([`BATCH_SIZE`] at most): one result per item, in their order.
     pub async fn upsert_collection(&self, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
@@ -77,19 +83,23 @@ impl Salesforce {
         let mut results = vec![Err(UNEXPECTED); items.len()];
         let mut sending: Vec<usize> = (0..items.len()).collect();
         while !sending.is_empty() {
+            // An external ID repeated in one request is refused for both (`DUPLICATE_VALUE`):
+            // a repeat waits for the next call.
+            let (now, later) = first_of_each(&sending, |i| records[i][field.as_str()].to_string());
+            sending = now;
             let batch: Vec<&Value> = sending.iter().map(|&i| &records[i]).collect();
             let answers = match self.collection(&json!({"allOrNone": false, "records": batch})).await {
                 Ok(answers) if answers.len() == sending.len() => answers,
                 // One UpsertResult per record, or none is trusted.
                 answered => {
                     let error = answered.err().unwrap_or(UNEXPECTED);
-                    for &i in &sending {
+                    for &i in sending.iter().chain(&later) {
                         results[i] = Err(error);
                     }
                     break;
                 }
             };
-            let mut again = Vec::new();
+            let mut again = later;
             for (&i, answer) in sending.iter().zip(&answers) {
                 match outcome(answer, &field, records[i].get("Email").is_some()) {
                     Outcome::Saved(result) => results[i] = result,
@@ -142,6 +152,22 @@ impl Salesforce {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_external_id_waits_for_the_next_call() {
+        let keys = ["a", "b", "a", "c", "b", "a"];
+        let (now, later) = first_of_each(&[0, 1, 2, 3, 4, 5], |i| keys[i].to_owned());
+        assert_eq!((now, later), (vec![0, 1, 3], vec![2, 4, 5]));
+        let lead = Lead {
+            external_id: "sub_1".into(),
+            name: "Ada Lovelace".into(),
+            email: "ada@example.com".into(),
+            message: String::new(),
+            extra: Default::default(),
+        };
+        let record = record(&lead, "F__c");
+        assert_eq!((record["attributes"]["type"].as_str(), record["F__c"].as_str()), (Some("Lead"), Some("sub_1")));
+    }
 
     #[test]
     fn each_upsert_result_is_judged_as_a_single_upserts_answer() {

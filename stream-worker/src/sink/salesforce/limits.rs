@@ -14,12 +14,14 @@ pub const USABLE: (u64, u64) = (9, 10);
 /// How long a reading over the usable part holds calls before one goes to read it again.
 pub const RECHECK_AFTER: Duration = Duration::from_secs(60);
 
-/// `(used, limit)` from an `api-usage=used/limit` header value (other entries, such as
-/// `per-app-api-usage`, are ignored).
+/// `(used, limit)` from an `api-usage=used/limit` header value. Salesforce separates entries
+/// with `;` (`api-usage=25/5000; per-app-api-usage=17/250(appName=x)`, `api-bursts=1/750`);
+/// other entries are ignored, and so is anything after the limit's digits.
 pub fn api_usage(header: &str) -> Option<(u64, u64)> {
-    header.split(',').find_map(|entry| {
+    header.split([';', ',']).find_map(|entry| {
         let (used, limit) = entry.trim().strip_prefix("api-usage=")?.split_once('/')?;
-        Some((used.trim().parse().ok()?, limit.trim().parse().ok()?))
+        let digits = limit.trim_start().split(|c: char| !c.is_ascii_digit()).next()?;
+        Some((used.trim().parse().ok()?, digits.parse().ok()?))
     })
 }
 
@@ -52,7 +54,10 @@ mod tests {
     #[test]
     fn the_header_is_read_among_other_entries_and_odd_values_are_ignored() {
         assert_eq!(api_usage("api-usage=18/15000"), Some((18, 15_000)));
-        assert_eq!(api_usage("per-app-api-usage=2/100(appName=x), api-usage=20/15000"), Some((20, 15_000)));
+        // Salesforce's documented forms: entries separated by `;`.
+        assert_eq!(api_usage("api-usage=25/5000; per-app-api-usage=17/250(appName=sample-app)"), Some((25, 5_000)));
+        assert_eq!(api_usage("per-app-api-usage=17/250(appName=x); api-usage=20/15000"), Some((20, 15_000)));
+        assert_eq!(api_usage("api-usage=10018/100000; api-bursts=1/750"), Some((10_018, 100_000)));
         for odd in ["", "api-usage=", "api-usage=1", "api-usage=a/5", "usage=1/5"] {
             assert_eq!(api_usage(odd), None, "{odd:?}");
         }
