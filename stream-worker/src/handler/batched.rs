@@ -176,12 +176,12 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
             // A lead past one handed back goes back with it instead of being waited for.
             sending.clear();
             for (pending, reason) in again {
-                if pending.index < handed_back {
-                    log_record(seq(pending), id(pending), "apply", "waiting", Some(reason), attempt);
-                    sending.push(pending);
-                } else {
+                if past(pending.index, handed_back) {
                     log_record(seq(pending), id(pending), "apply", "retry", Some(reason), attempt);
                     settled.push((pending.index, Err(Retry(reason))));
+                } else {
+                    log_record(seq(pending), id(pending), "apply", "waiting", Some(reason), attempt);
+                    sending.push(pending);
                 }
             }
             if !sending.is_empty() {

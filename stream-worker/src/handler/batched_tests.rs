@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use super::tests::{batch_of, event, failures, five_receipts, receipts_for};
 use super::*;
-use crate::sink::BatchItem;
+use crate::sink::{BatchItem, RECEIPT_UPDATE_BUDGET};
 
 /// A sink that writes `size` leads per call, each call `delay` long (tokio's clock), answering
 /// each lead from its queue of answers (then `Ok`); it notes each call's leads.
@@ -275,4 +275,27 @@ async fn one_receipts_records_are_sent_in_stream_order() {
     let sub_1: Vec<String> =
         handler.sink.messages.lock().unwrap().iter().filter(|(id, _)| id == "sub_1").map(|(_, m)| m.clone()).collect();
     assert_eq!(sub_1, ["Hello", "Hello again"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_waves_record_before_its_lead_starts_only_when_a_store_call_fits() {
+    // sub_1's insert (a lead, wave 1, 10 s), then its completion (settled on its own in wave 2).
+    let batch = || {
+        let mut batch = event("batch_of_five.json");
+        batch.records[2] = event("modify_completed.json").records.remove(0);
+        batch.records[2].change.sequence_number = Some("000000000000000000203".into());
+        batch
+    };
+    let handler =
+        |delay| Handler { mapping: Default::default(), sink: BatchSink::new(100, delay), receipts: five_receipts() };
+    let ten = Duration::from_secs(10);
+    // 5 s left after wave 1, under the store's 11 s: the completion is left for the retry.
+    let h = handler(ten);
+    let (response, _) = h.handle_counted(batch(), Some(Instant::now() + Duration::from_secs(15))).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    // Exactly 11 s left: it is settled.
+    let h = handler(ten);
+    let (response, tally) = h.handle_counted(batch(), Some(Instant::now() + ten + RECEIPT_UPDATE_BUDGET)).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!((tally.written, tally.skipped), (4, 1));
 }

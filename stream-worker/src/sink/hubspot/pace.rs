@@ -215,6 +215,20 @@ mod tests {
     }
 
     #[test]
+    fn without_a_remaining_count_the_own_calls_of_the_window_decide() {
+        let start = Instant::now();
+        let mut pacer = Pacer::default();
+        let max_only = Limits { max: Some(2), interval: Some(DEFAULT_INTERVAL), ..Limits::default() };
+        pacer.observe(start, max_only);
+        assert_eq!(pacer.try_send(start), Ok(()));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Ok(()));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(2)), Err(Hold::Wait(Duration::from_secs(8))));
+        // The first call leaves the window exactly an interval after it went.
+        assert_eq!(pacer.try_send(start + DEFAULT_INTERVAL), Ok(()));
+        assert_eq!(pacer.try_send(start + DEFAULT_INTERVAL), Err(Hold::Wait(Duration::from_secs(1))));
+    }
+
+    #[test]
     fn a_window_others_used_up_is_waited_out_from_the_answer_that_said_so() {
         let start = Instant::now();
         let mut pacer = Pacer::default();

@@ -146,6 +146,8 @@ mod tests {
         let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
         let written = vec![Ok("7".to_owned()), Err(super::super::CONTACT_CONFLICT), Err(unavailable)];
         assert_eq!(conflicts(&written), [1]);
+        let conflict = Err(super::super::CONTACT_CONFLICT);
+        assert_eq!(conflicts(&[conflict.clone(), Ok("1".to_owned()), conflict]), [0, 2]);
         let people = ["a", "b", "c"].map(String::from);
         let results = contact_results(people.into_iter(), written);
         assert_eq!(results["a"], Ok(Some("7".to_owned())));
