@@ -143,8 +143,9 @@ def markdown(r):
     if s.get("crm_runs"):
         lines += ["", "CRM sinks against their stand-ins with the documented limits on (HubSpot 100 requests "
                   "per rolling 10 s, 429 beyond; Salesforce's API allocation counted), fed as Lambda feeds them "
-                  "(stream batches of 100). One-by-one is the sinks as they were (one lead per call, HubSpot "
-                  "one record at a time); batched is one call per kind per batch.", "",
+                  "(stream batches of 100). One-by-one is the same sinks one lead per call, as they wrote before "
+                  "batching (HubSpot four calls a lead, Salesforce one, a token aside), paced alike; batched is "
+                  "one call per kind per batch.", "",
                   "| sink | mode | leads | leads/s | API calls/lead | 429s | duplicates | completed |",
                   "|---|---|---:|---:|---:|---:|---:|---:|"]
         for x in s["crm_runs"]:
