@@ -320,3 +320,26 @@ async fn hubspot_a_423_is_waited_out_as_hubspot_asks_and_the_batch_goes_on() {
         assert_eq!(status(&w, &id), ("COMPLETED".into(), None), "{id}");
     }
 }
+
+#[tokio::test]
+async fn hubspot_a_batch_refused_whole_with_no_time_to_split_is_retried_never_judged() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    {
+        let mut state = standin.state.lock().unwrap();
+        // One person's email conflicts: the contacts' call is refused whole (409).
+        state.conflicting_emails.insert("bob@example.com".into());
+        // A day so large that its spacing (20 µs) never makes the pacer wait.
+        state.daily_remaining = u64::from(u32::MAX);
+    }
+    let sink = hubspot(&standin).await;
+    let mut bob = sample_lead("sub_hsx_2");
+    bob.email = "bob@example.com".into();
+    let leads = [sample_lead("sub_hsx_1"), bob];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    // 15 s left: less than a call and the receipts' update (21 s), so no split is tried.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let results = sink.upsert_batch(&items, Some(deadline)).await;
+    assert_eq!(results, [Err(SinkError::Retryable { reason: "deadline", retry_after: None }); 2]);
+    let state = standin.state.lock().unwrap();
+    assert!(state.tickets.is_empty(), "no contact given up, no ticket written for a neighbour's refusal");
+}

@@ -45,6 +45,9 @@ fn read_error(error: SinkError) -> SinkError {
 
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
+/// A batch refused whole with no time left to split it: its inputs are retried.
+const OUT_OF_TIME: SinkError = SinkError::Retryable { reason: "deadline", retry_after: None };
+
 /// The strings an error names its input by: `objectWriteTraceId`, `id` or `ids` in its context,
 /// or its own `id`.
 fn error_ids(error: &Value) -> impl Iterator<Item = &str> {
@@ -142,8 +145,13 @@ impl HubSpot {
                 200 | 201 | 207 => {
                     inputs.iter().map(|(id, _)| written(object, id_property, id, &answer.body)).collect()
                 }
-                // Each half is a call more: only while one more still fits before the deadline.
-                400 | 409 if inputs.len() > 1 && !is_config_error(&answer.body) && time_for_a_call(deadline) => {
+                // A batch refused whole for one of its inputs: split until that input stands
+                // alone. Each half is a call more: when none fits before the deadline, the
+                // inputs are retried (never judged by a refusal that may be a neighbour's).
+                400 | 409 if inputs.len() > 1 && !is_config_error(&answer.body) => {
+                    if !time_for_a_call(deadline) {
+                        return vec![Err(OUT_OF_TIME); inputs.len()];
+                    }
                     let (left, right) = inputs.split_at(inputs.len() / 2);
                     let mut results = self.upsert_objects(object, id_property, left, deadline).await;
                     results.extend(self.upsert_objects(object, id_property, right, deadline).await);
