@@ -93,6 +93,23 @@ impl Salesforce {
         }
     }
 
+    /// A `PATCH` of `body` to `path` (after the instance URL) with the duplicate rule header,
+    /// on the cached session (a new one when `fresh`), once the allocation allows a call; the
+    /// answer's `Sforce-Limit-Info` is noted. The single upsert and the collection both send so.
+    async fn patch(&self, path: &str, body: &serde_json::Value, fresh: bool) -> Result<reqwest::Response, SinkError> {
+        self.check_allocation()?;
+        let session = self.session(fresh).await?;
+        let request = self
+            .client
+            .patch(format!("{}{path}", session.instance_url))
+            .bearer_auth(&session.token)
+            .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
+            .json(body);
+        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        self.note_usage(response.headers());
+        Ok(response)
+    }
+
     /// The cached session, or a new one from the token endpoint.
     async fn session(&self, fresh: bool) -> Result<Session, SinkError> {
         if !fresh {
@@ -235,18 +252,8 @@ impl LeadSink for Salesforce {
         // A new token at most once per record, whatever else is tried again.
         let (mut fresh, mut refreshed) = (false, false);
         loop {
-            self.check_allocation()?;
-            let session = self.session(fresh).await?;
+            let response = self.patch(&format!("{}/{segment}", self.path), &fields, fresh).await?;
             fresh = false;
-            let url = format!("{}{}/{segment}", session.instance_url, self.path);
-            let request = self
-                .client
-                .patch(url)
-                .bearer_auth(&session.token)
-                .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
-                .json(&fields);
-            let response = request.send().await.map_err(|e| transport_error(&e))?;
-            self.note_usage(response.headers());
             match response.status().as_u16() {
                 200 | 201 | 204 => return Ok(()),
                 300 => return Err(SinkError::Permanent { reason: "sink_multiple_matches" }),

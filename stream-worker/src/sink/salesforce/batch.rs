@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use shared::lead::Lead;
 
 use super::refusals::{self, Refusal};
-use super::{classify_answer, external_id, fields, lead, Salesforce, DUPLICATE_RULE_HEADER};
+use super::{classify_answer, external_id, fields, lead, Salesforce};
 use crate::sink::http::transport_error;
 use crate::sink::{BatchItem, SinkError};
 
@@ -120,17 +120,7 @@ impl Salesforce {
     async fn collection(&self, body: &Value) -> Result<Vec<Value>, SinkError> {
         let mut fresh = false;
         loop {
-            self.check_allocation()?;
-            let session = self.session(fresh).await?;
-            let url = format!("{}{}", session.instance_url, self.collection_path);
-            let request = self
-                .client
-                .patch(url)
-                .bearer_auth(&session.token)
-                .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
-                .json(body);
-            let response = request.send().await.map_err(|e| transport_error(&e))?;
-            self.note_usage(response.headers());
+            let response = self.patch(&self.collection_path, body, fresh).await?;
             let status = response.status().as_u16();
             if status == 401 && !fresh {
                 fresh = true;
