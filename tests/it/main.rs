@@ -14,5 +14,6 @@ mod operate;
 mod operate_faults;
 mod profiles;
 mod sinks;
+mod sql_batches;
 mod stream_worker;
 mod whole_path;

@@ -204,9 +204,9 @@ impl LeadSink for Sink {
     /// HubSpot writes a stream batch's leads in batches of [`hubspot::BATCH_SIZE`] (a person's
     /// contact named once per batch: two upserts of one contact at once would race into a 409),
     /// so it takes one batch at a time; Salesforce in collections of
-    /// [`salesforce::batch::BATCH_SIZE`]. The SQL and webhook sinks take one lead per call,
-    /// [`MAX_CONCURRENT_RECORDS`] at once (the concurrency of a batching sink's single upserts:
-    /// reconcile and redrive).
+    /// [`salesforce::batch::BATCH_SIZE`]; the SQL sinks in transactions of
+    /// [`sql::BATCH_SIZE`]. The webhook takes one lead per call, [`MAX_CONCURRENT_RECORDS`] at
+    /// once, as the batching sinks' single upserts do (reconcile and redrive).
     fn concurrency(&self) -> usize {
         match self {
             Sink::HubSpot(_) => 1,
@@ -324,7 +324,9 @@ mod tests {
                 Sink::Salesforce(inner) => {
                     (MAX_CONCURRENT_RECORDS, salesforce::batch::BATCH_SIZE, inner.record_budget(), inner.batch_budget())
                 }
-                Sink::Sql(inner) => (MAX_CONCURRENT_RECORDS, 1, inner.record_budget(), inner.batch_budget()),
+                Sink::Sql(inner) => {
+                    (MAX_CONCURRENT_RECORDS, sql::BATCH_SIZE, inner.record_budget(), inner.batch_budget())
+                }
                 Sink::Webhook(inner) => (MAX_CONCURRENT_RECORDS, 1, inner.record_budget(), inner.batch_budget()),
             };
             assert_eq!(shape, expected, "{name}");

@@ -1,8 +1,10 @@
-//! SQL sinks: a `leads` table keyed by `external_id`, written with one upsert per lead.
+//! SQL sinks: a `leads` table keyed by `external_id`, a stream batch's leads written together.
 //!
 //! `INSERT ... ON CONFLICT (external_id) DO UPDATE` makes a redelivered record update the same
-//! row (and count it in `upsert_count`) instead of adding a second one. The schema is created
-//! on first use.
+//! row (and count it in `upsert_count`) instead of adding a second one. A batch is one
+//! transaction (SQLite: a statement per lead, one commit) or one statement (PostgreSQL: the
+//! rows as arrays), so the database commits once per batch; each lead still gets its own
+//! answer. The schema is created on first use.
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +15,10 @@ use shared::lead::Lead;
 use shared::time::iso8601_millis;
 
 use super::postgres::{ConnectError, PostgresTarget, STATEMENT_TIMEOUT};
-use super::{LeadSink, SinkError};
+use super::{BatchItem, LeadSink, SinkError};
+
+/// Leads per batch: a stream batch's worth (the mapping's `BatchSize` is 100).
+pub const BATCH_SIZE: usize = 100;
 
 const SQLITE_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS leads (
     external_id  TEXT    NOT NULL PRIMARY KEY,
@@ -46,7 +51,8 @@ const POSTGRES_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS leads (
 )";
 
 const POSTGRES_UPSERT: &str = "INSERT INTO leads (external_id, name, email, message, extra)
-    VALUES ($1, $2, $3, $4, $5::text::jsonb)
+    SELECT id, name, email, message, extra::jsonb
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, name, email, message, extra)
     ON CONFLICT (external_id) DO UPDATE SET
         name = excluded.name, email = excluded.email, message = excluded.message,
         extra = excluded.extra, updated_at = now(),
@@ -118,58 +124,155 @@ impl LeadSink for SqlSink {
         super::postgres::CONNECT_TIMEOUT + 2 * statement + super::RECEIPT_UPDATE_BUDGET
     }
 
-    async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
-        let extra = Json::Object(lead.extra.clone()).to_text();
+    fn batch_size(&self) -> usize {
+        BATCH_SIZE
+    }
+
+    /// A lead is a batch of one: the same statement, the same transaction.
+    async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
+        let items = [BatchItem { lead, receipt_key }];
+        let mut results = self.upsert_batch(&items, None).await;
+        results.pop().unwrap_or(Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None }))
+    }
+
+    async fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem<'a>],
+        deadline: Option<Instant>,
+    ) -> Vec<Result<(), SinkError>> {
         match self {
-            SqlSink::Sqlite(connection) => {
-                let now = iso8601_millis(crate::metrics::now_millis());
-                let connection = connection
-                    .lock()
-                    .map_err(|_| SinkError::Retryable { reason: "sink_unavailable", retry_after: None })?;
-                connection
-                    .execute(SQLITE_UPSERT, (&lead.external_id, &lead.name, &lead.email, &lead.message, &extra, &now))
-                    .map(|_| ())
-                    .map_err(|e| classify_sqlite(&e))
-            }
-            SqlSink::Postgres { target, connection } => {
-                let asked = Instant::now();
-                let connected = {
-                    let mut guard = connection.lock().await;
-                    match (&guard.client, &guard.failed) {
-                        (Some(client), _) if !client.is_closed() => Arc::clone(client),
-                        // An attempt failed while this record waited for it: one attempt per
-                        // wave of records, so a database that is down costs each record one
-                        // connect at most, not one per record queued before it.
-                        (_, Some((at, error))) if *at >= asked => return Err(*error),
-                        _ => match connect_postgres(target).await {
-                            Ok(client) => {
-                                let client = Arc::new(client);
-                                *guard = Connection { client: Some(Arc::clone(&client)), failed: None };
-                                client
-                            }
-                            Err(error) => {
-                                *guard = Connection { client: None, failed: Some((Instant::now(), error)) };
-                                return Err(error);
-                            }
-                        },
-                    }
-                };
-                let result = within_statement_timeout(
-                    connected
-                        .execute(POSTGRES_UPSERT, &[&lead.external_id, &lead.name, &lead.email, &lead.message, &extra]),
-                )
-                .await;
-                // After a timeout the connection's state is unknown: the next lead opens a new one.
-                if matches!(result, Err(SinkError::Retryable { reason: "sink_timeout", .. })) {
-                    let mut guard = connection.lock().await;
-                    if guard.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, &connected)) {
-                        guard.client = None;
-                    }
-                }
-                result.map(|_| ())
+            SqlSink::Sqlite(connection) => sqlite_batch(connection, items),
+            SqlSink::Postgres { target, connection } => postgres_batch(target, connection, items, deadline).await,
+        }
+    }
+}
+
+/// The rows of one SQLite transaction: each lead's own statement, so a lead the database
+/// refuses (a constraint) fails alone, and one commit for all. An error that may pass (busy,
+/// full, I/O) can end the transaction, so it is every lead's answer, as is a failed commit.
+fn sqlite_batch(connection: &Mutex<rusqlite::Connection>, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
+    let every = |error: SinkError| vec![Err(error); items.len()];
+    let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
+    let Ok(mut connection) = connection.lock() else { return every(unavailable) };
+    let now = iso8601_millis(crate::metrics::now_millis());
+    // IMMEDIATE takes the write lock now, waiting out the busy timeout, rather than failing
+    // busy at the first write without waiting.
+    let Ok(transaction) = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) else {
+        return every(unavailable);
+    };
+    let mut results = Vec::with_capacity(items.len());
+    {
+        let Ok(mut statement) = transaction.prepare_cached(SQLITE_UPSERT) else { return every(unavailable) };
+        for BatchItem { lead, .. } in items {
+            let extra = Json::Object(lead.extra.clone()).to_text();
+            match statement.execute((&lead.external_id, &lead.name, &lead.email, &lead.message, &extra, &now)) {
+                Ok(_) => results.push(Ok(())),
+                Err(e) => match classify_sqlite(&e) {
+                    refused @ SinkError::Permanent { .. } => results.push(Err(refused)),
+                    // Dropping the transaction rolls back what it wrote.
+                    retry => return every(retry),
+                },
             }
         }
     }
+    match transaction.commit() {
+        Ok(()) => results,
+        Err(_) => every(unavailable),
+    }
+}
+
+/// The leads in one statement. When PostgreSQL refuses it for a lead's content (a NUL byte,
+/// a constraint), each lead goes alone so only that one fails; so do leads of one batch that
+/// name one row (a statement may not update a row twice). With a `deadline`, a lead starts
+/// alone only while its statement and the receipt update fit before it.
+async fn postgres_batch(
+    target: &PostgresTarget,
+    connection: &tokio::sync::Mutex<Connection>,
+    items: &[BatchItem<'_>],
+    deadline: Option<Instant>,
+) -> Vec<Result<(), SinkError>> {
+    let client = match postgres_client(target, connection).await {
+        Ok(client) => client,
+        Err(error) => return vec![Err(error); items.len()],
+    };
+    let mut ids: Vec<&str> = items.iter().map(|item| item.lead.external_id.as_str()).collect();
+    ids.sort_unstable();
+    let repeats = ids.windows(2).any(|pair| pair[0] == pair[1]);
+    if !repeats {
+        match postgres_upsert(connection, &client, items).await {
+            Err(SinkError::Permanent { .. }) if items.len() > 1 => {}
+            answer => return vec![answer; items.len()],
+        }
+    }
+    let statement = STATEMENT_TIMEOUT + std::time::Duration::from_secs(1) + super::RECEIPT_UPDATE_BUDGET;
+    let mut results = Vec::with_capacity(items.len());
+    for item in items {
+        if deadline.is_some_and(|deadline| Instant::now() + statement > deadline) {
+            results.resize(items.len(), Err(SinkError::Retryable { reason: "deadline", retry_after: None }));
+            break;
+        }
+        let answer = postgres_upsert(connection, &client, std::slice::from_ref(item)).await;
+        if let Err(retry @ SinkError::Retryable { .. }) = answer {
+            // The connection or the server failed: the rest would fail the same way.
+            results.resize(items.len(), Err(retry));
+            break;
+        }
+        results.push(answer);
+    }
+    results
+}
+
+/// The shared connection, opened (with the schema checked) if there is none. An attempt that
+/// failed while this caller waited for it is its answer too: one attempt per wave of callers,
+/// so a database that is down costs each batch one connect at most, not one per batch queued
+/// before it.
+async fn postgres_client(
+    target: &PostgresTarget,
+    connection: &tokio::sync::Mutex<Connection>,
+) -> Result<Arc<tokio_postgres::Client>, SinkError> {
+    let asked = Instant::now();
+    let mut guard = connection.lock().await;
+    match (&guard.client, &guard.failed) {
+        (Some(client), _) if !client.is_closed() => Ok(Arc::clone(client)),
+        (_, Some((at, error))) if *at >= asked => Err(*error),
+        _ => match connect_postgres(target).await {
+            Ok(client) => {
+                let client = Arc::new(client);
+                *guard = Connection { client: Some(Arc::clone(&client)), failed: None };
+                Ok(client)
+            }
+            Err(error) => {
+                *guard = Connection { client: None, failed: Some((Instant::now(), error)) };
+                Err(error)
+            }
+        },
+    }
+}
+
+/// One `INSERT ... SELECT FROM unnest(...)` of `items`' leads, rows in key order (so two
+/// statements touching the same rows take their locks in one order). After a timeout the
+/// connection's state is unknown: the next caller opens a new one.
+async fn postgres_upsert(
+    connection: &tokio::sync::Mutex<Connection>,
+    client: &Arc<tokio_postgres::Client>,
+    items: &[BatchItem<'_>],
+) -> Result<(), SinkError> {
+    let mut leads: Vec<&Lead> = items.iter().map(|item| item.lead).collect();
+    leads.sort_unstable_by(|a, b| a.external_id.cmp(&b.external_id));
+    let column = |field: fn(&Lead) -> &str| leads.iter().map(|lead| field(lead)).collect::<Vec<&str>>();
+    let extras: Vec<String> = leads.iter().map(|lead| Json::Object(lead.extra.clone()).to_text()).collect();
+    let extras: Vec<&str> = extras.iter().map(String::as_str).collect();
+    let (ids, names) = (column(|l| &l.external_id), column(|l| &l.name));
+    let (emails, messages) = (column(|l| &l.email), column(|l| &l.message));
+    let result =
+        within_statement_timeout(client.execute(POSTGRES_UPSERT, &[&ids, &names, &emails, &messages, &extras])).await;
+    if matches!(result, Err(SinkError::Retryable { reason: "sink_timeout", .. })) {
+        let mut guard = connection.lock().await;
+        if guard.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+            guard.client = None;
+        }
+    }
+    result.map(|_| ())
 }
 
 /// Constraint and type errors are about this lead; everything else (busy, locked, I/O, full
@@ -214,6 +317,98 @@ mod tests {
 
     fn retry(reason: &'static str) -> SinkError {
         SinkError::Retryable { reason, retry_after: None }
+    }
+
+    fn leads(ids: &[&str]) -> Vec<Lead> {
+        ids.iter()
+            .map(|id| Lead {
+                external_id: (*id).into(),
+                name: "Ada".into(),
+                email: "ada@example.com".into(),
+                message: "hi".into(),
+                extra: Default::default(),
+            })
+            .collect()
+    }
+
+    fn batch(sink: &SqlSink, leads: &[Lead]) -> Vec<Result<(), SinkError>> {
+        let SqlSink::Sqlite(connection) = sink else { unreachable!() };
+        let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+        sqlite_batch(connection, &items)
+    }
+
+    fn rows(sink: &SqlSink) -> Vec<(String, i64)> {
+        let SqlSink::Sqlite(connection) = sink else { unreachable!() };
+        let connection = connection.lock().unwrap();
+        let mut statement = connection.prepare("SELECT external_id, upsert_count FROM leads ORDER BY 1").unwrap();
+        statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).unwrap().map(Result::unwrap).collect()
+    }
+
+    /// An in-memory SQLite sink whose table was made by its user with `extra_sql` after it.
+    fn sqlite_with(extra_sql: &str) -> SqlSink {
+        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        connection.execute(SQLITE_SCHEMA, []).unwrap();
+        connection.execute_batch(extra_sql).unwrap();
+        SqlSink::Sqlite(Mutex::new(connection))
+    }
+
+    #[test]
+    fn a_sqlite_batch_gives_each_lead_its_own_answer_and_a_lead_the_table_refuses_fails_alone() {
+        // The user's own rule on their table: the row is refused, its neighbours are written.
+        let sink = sqlite_with(
+            "CREATE TRIGGER no_spam BEFORE INSERT ON leads WHEN new.external_id = 'spam'
+             BEGIN SELECT RAISE(ABORT, 'no spam'); END;",
+        );
+        let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        assert_eq!(batch(&sink, &leads(&["a", "spam", "c"])), [Ok(()), Err(rejected), Ok(())]);
+        assert_eq!(rows(&sink), [("a".into(), 1), ("c".into(), 1)]);
+        // Again, and one lead twice in one batch: each row upserted, never added.
+        assert_eq!(batch(&sink, &leads(&["c", "a", "c"])), [Ok(()), Ok(()), Ok(())]);
+        assert_eq!(rows(&sink), [("a".into(), 2), ("c".into(), 3)]);
+    }
+
+    #[test]
+    fn an_error_that_may_pass_mid_batch_rolls_the_batch_back_and_retries_every_lead() {
+        // A trigger whose arithmetic overflows for one lead fails at run time with an error
+        // not about a constraint (as a full disk or an I/O error would): the leads written
+        // before it are not kept.
+        let sink = sqlite_with(
+            "CREATE TRIGGER overflow AFTER INSERT ON leads WHEN new.external_id = 'b'
+             BEGIN SELECT abs(-9223372036854775807 - 1); END;",
+        );
+        assert_eq!(batch(&sink, &leads(&["a", "b", "c"])), vec![Err(retry("sink_unavailable")); 3]);
+        assert_eq!(rows(&sink), [], "one transaction: nothing of the batch is kept");
+        assert_eq!(batch(&sink, &leads(&["a", "c"])), [Ok(()), Ok(())], "the connection is usable after");
+        assert_eq!(rows(&sink), [("a".into(), 1), ("c".into(), 1)]);
+    }
+
+    #[test]
+    fn a_sqlite_database_another_writer_holds_is_retried_for_every_lead() {
+        let path = std::env::temp_dir().join(format!("sql-busy-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let sink = SqlSink::sqlite(&path.display().to_string()).unwrap();
+        if let SqlSink::Sqlite(connection) = &sink {
+            connection.lock().unwrap().busy_timeout(std::time::Duration::ZERO).unwrap();
+        }
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE; INSERT INTO leads VALUES ('x','','','','{}','','',1);").unwrap();
+        assert_eq!(batch(&sink, &leads(&["a", "b"])), vec![Err(retry("sink_unavailable")); 2]);
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(batch(&sink, &leads(&["a"])), [Ok(())]);
+        assert_eq!(rows(&sink), [("a".into(), 1), ("x".into(), 1)]);
+        drop((sink, other));
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_single_sqlite_upsert_is_a_batch_of_one() {
+        let sink = sqlite_with("");
+        let lead = &leads(&["solo"])[0];
+        assert_eq!(sink.upsert(lead, "k").await, Ok(()));
+        assert_eq!(sink.upsert(lead, "k").await, Ok(()));
+        assert_eq!(rows(&sink), [("solo".into(), 2)]);
     }
 
     #[test]

@@ -1,0 +1,104 @@
+//! The SQL sinks' batches against real PostgreSQL: a stream batch's leads in one statement, a
+//! lead PostgreSQL refuses failing alone, and the statement counted by the database itself.
+
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::sink::postgres::PostgresTarget;
+use stream_worker::sink::{BatchItem, LeadSink, Sink, SinkError};
+use tests::aws::{put_item, receipt, sample_lead};
+use tests::postgres::Postgres;
+use tests::worker::{self, World, TABLE};
+use tests::{delivery, now_millis};
+
+/// The user's own `leads` table, made before the worker's first lead (the worker keeps it), with
+/// a statement-level trigger that counts the `INSERT` statements that commit.
+const COUNTED_TABLE: &str = "
+    CREATE TABLE leads (
+        external_id TEXT NOT NULL PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
+        message TEXT NOT NULL, extra JSONB NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(), updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        upsert_count BIGINT NOT NULL DEFAULT 1);
+    CREATE TABLE statements (n BIGINT NOT NULL);
+    INSERT INTO statements VALUES (0);
+    CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN UPDATE statements SET n = n + 1; RETURN NULL; END $$;
+    CREATE TRIGGER count_statement AFTER INSERT ON leads
+        FOR EACH STATEMENT EXECUTE FUNCTION count_statement();";
+
+async fn client(postgres: &Postgres) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&postgres.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// `(committed INSERT statements, the leads' (external_id, upsert_count))`.
+async fn counted(postgres: &Postgres) -> (i64, Vec<(String, i64)>) {
+    let client = client(postgres).await;
+    let n: i64 = client.query_one("SELECT n FROM statements", &[]).await.unwrap().get(0);
+    let rows = client.query("SELECT external_id, upsert_count FROM leads ORDER BY 1", &[]).await.unwrap();
+    (n, rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+async fn counted_postgres() -> (Postgres, Sink) {
+    let postgres = Postgres::start();
+    client(&postgres).await.batch_execute(COUNTED_TABLE).await.unwrap();
+    let target = PostgresTarget::parse(&postgres.url(), None).unwrap();
+    let sink = Sink::connect(&SinkConfig::Postgres { target }).await.unwrap();
+    (postgres, sink)
+}
+
+#[tokio::test]
+async fn postgres_writes_a_stream_batch_in_one_statement_and_a_lead_it_refuses_fails_alone() {
+    let w = World::start("sql-batches").await;
+    let (postgres, sink) = counted_postgres().await;
+    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    for i in 0..4 {
+        w.deliver(&format!("sub_sql_{i}"));
+    }
+    worker::drain(&w.poller(), &handler).await;
+    let ids = |range: std::ops::Range<usize>, count| range.map(|i| (format!("sub_sql_{i}"), count)).collect::<Vec<_>>();
+    assert_eq!(counted(&postgres).await, (1, ids(0..4, 1)), "four leads, one statement");
+
+    // A NUL byte is valid JSON (`\u0000`) and a text value PostgreSQL refuses (22021): the
+    // batch's statement fails whole, then each lead goes alone and only that one fails.
+    let nul = receipt(&delivery::body("sub_sql_nul", "before\u{0}after", 1_796_019_713), now_millis());
+    put_item(&w.store, TABLE, &nul.to_item());
+    for i in 4..6 {
+        w.deliver(&format!("sub_sql_{i}"));
+    }
+    worker::drain(&w.poller(), &handler).await;
+    assert_eq!(w.status("sub_sql_nul"), Some(("FAILED".into(), Some("sink_rejected".into()))));
+    for i in 0..6 {
+        assert_eq!(w.status(&format!("sub_sql_{i}")), Some(("COMPLETED".into(), None)), "sub_sql_{i}");
+    }
+    assert_eq!(counted(&postgres).await, (3, ids(0..6, 1)), "the refused statement, then one per lead");
+}
+
+#[tokio::test]
+async fn postgres_leads_of_one_batch_that_name_one_row_are_each_upserted() {
+    let (postgres, sink) = counted_postgres().await;
+    let (first, mut second) = (sample_lead("sub_twin"), sample_lead("sub_twin"));
+    second.message = "changed".into();
+    let items = [BatchItem { lead: &first, receipt_key: "a" }, BatchItem { lead: &second, receipt_key: "b" }];
+    // One statement may not update a row twice (PostgreSQL refuses it, 21000, on every try):
+    // such a batch goes a lead at a time.
+    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(())]);
+    assert_eq!(counted(&postgres).await, (2, vec![("sub_twin".into(), 2)]));
+}
+
+#[tokio::test]
+async fn postgres_leads_that_must_go_alone_start_only_while_time_allows() {
+    let (postgres, sink) = counted_postgres().await;
+    let (clean, mut refused) = (sample_lead("sub_clean"), sample_lead("sub_refused"));
+    refused.name = "\u{0}".into();
+    let items = [BatchItem { lead: &clean, receipt_key: "a" }, BatchItem { lead: &refused, receipt_key: "b" }];
+    // A second is left: the statement and the receipt's update would not fit, so neither lead
+    // goes alone; both are retried for the deadline (the next invocation has its own time).
+    let soon = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+    let deadline = SinkError::Retryable { reason: "deadline", retry_after: None };
+    assert_eq!(sink.upsert_batch(&items, Some(soon)).await, [Err(deadline), Err(deadline)]);
+    assert_eq!(counted(&postgres).await, (0, vec![]));
+    let rejected = SinkError::Permanent { reason: "sink_rejected" };
+    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Err(rejected)]);
+    assert_eq!(counted(&postgres).await, (1, vec![("sub_clean".into(), 1)]));
+}
