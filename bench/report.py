@@ -7,7 +7,7 @@ from harness import OUT
 
 EDGE_TARGET = 1.25
 UPLOAD_BUDGET_KIB = 128
-STREAM_TARGET = 0.80
+STREAM_TARGET = 0.85
 # Issue 27's targets for the CRM sinks' batch runs: leads/s and API calls per lead.
 HUBSPOT_LEADS_PER_S, HUBSPOT_CALLS_PER_LEAD, SALESFORCE_CALLS_PER_LEAD = 30, 0.1, 0.05
 
@@ -56,9 +56,14 @@ def markdown(r):
     s = r["stream_worker"]
     best = max((x for x in s["runs"] if x["mode"] == "concurrent"), key=lambda x: x["records_per_s"])
     serial = next((x for x in s["runs"] if x["mode"] == "one-at-a-time"), None)
-    share = best["records_per_s"] / s["store_ceiling_updates_per_s"]
-    lines.append(f"| stream worker ≥ {STREAM_TARGET:.0%} of the store's ceiling | {share:.0%} "
-                 f"({best['sink']}, batch {best['batch']}) | {verdict(share >= STREAM_TARGET)} |")
+    for sink in ("sqlite", "postgres"):
+        runs = [x for x in s["runs"] if x["mode"] == "concurrent" and x["sink"] == sink]
+        if not runs:
+            continue
+        top = max(runs, key=lambda x: x["records_per_s"])
+        share = top["records_per_s"] / s["store_ceiling_updates_per_s"]
+        lines.append(f"| stream worker ({sink}) ≥ {STREAM_TARGET:.0%} of the store's ceiling | {share:.0%} "
+                     f"(batch {top['batch']}) | {verdict(share >= STREAM_TARGET)} |")
     if serial:
         speedup = best["records_per_s"] / serial["records_per_s"]
         lines.append(f"| stream worker ≥ 2x the one-at-a-time loop | {speedup:.1f}x | {verdict(speedup >= 2)} |")
@@ -130,7 +135,9 @@ def markdown(r):
               f"{s['records_per_run']} receipts per run, written to the store as the edge writes them, then "
               "fed to the handler in batches as Lambda feeds it; each becomes a lead and a `COMPLETED` "
               f"receipt. Records of different receipts run {s['concurrency']} at a time. The store's "
-              "ceiling: the same number of conditional `UpdateItem`s from a bare SDK client.", "",
+              "ceiling: the same number of conditional `UpdateItem`s from a bare SDK client. The ceiling and "
+              f"the runs are interleaved in {s.get('rounds', 1)} round(s); each figure is the median of its "
+              "rounds (the one-at-a-time loop: one round).", "",
               f"Store ceiling: **{s['store_ceiling_updates_per_s']:.0f} updates/s** at concurrency "
               f"{s['concurrency']} (the client's CPU: {s['store_ceiling_cpu_us_per_update']:.0f} µs per update), "
               f"{s['store_ceiling_one_at_a_time_updates_per_s']:.0f} one at a time.", "",

@@ -71,19 +71,65 @@ async fn postgres_writes_a_stream_batch_in_one_statement_and_a_lead_it_refuses_f
     for i in 0..6 {
         assert_eq!(w.status(&format!("sub_sql_{i}")), Some(("COMPLETED".into(), None)), "sub_sql_{i}");
     }
-    assert_eq!(counted(&postgres).await, (3, ids(0..6, 1)), "the refused statement, then one per lead");
+    // The first batch's statement, then the two that went alone and committed (a refused
+    // statement commits nothing, its count included).
+    assert_eq!(counted(&postgres).await, (3, ids(0..6, 1)));
 }
 
 #[tokio::test]
-async fn postgres_leads_of_one_batch_that_name_one_row_are_each_upserted() {
+async fn postgres_leads_of_one_batch_that_name_one_row_are_each_upserted_in_order() {
     let (postgres, sink) = counted_postgres().await;
-    let (first, mut second) = (sample_lead("sub_twin"), sample_lead("sub_twin"));
-    second.message = "changed".into();
-    let items = [BatchItem { lead: &first, receipt_key: "a" }, BatchItem { lead: &second, receipt_key: "b" }];
-    // One statement may not update a row twice (PostgreSQL refuses it, 21000, on every try):
-    // such a batch goes a lead at a time.
-    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(())]);
-    assert_eq!(counted(&postgres).await, (2, vec![("sub_twin".into(), 2)]));
+    // The user's key column compares without case (a nondeterministic ICU collation, as
+    // `citext` would): `sub_Twin` and `sub_twin` are one row to PostgreSQL.
+    client(&postgres)
+        .await
+        .batch_execute(
+            "CREATE COLLATION no_case (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+             ALTER TABLE leads ALTER COLUMN external_id TYPE TEXT COLLATE no_case;",
+        )
+        .await
+        .unwrap();
+    for (a, b) in [("sub_twin", "sub_twin"), ("sub_Case", "sub_case")] {
+        let (first, mut second) = (sample_lead(a), sample_lead(b));
+        second.message = "changed".into();
+        let items = [BatchItem { lead: &first, receipt_key: "a" }, BatchItem { lead: &second, receipt_key: "b" }];
+        // One statement may not update a row twice (PostgreSQL refuses it, 21000, on every
+        // try): such a batch goes a lead at a time, in the batch's order.
+        assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(())], "{a} {b}");
+    }
+    let query = "SELECT external_id, message, upsert_count FROM leads ORDER BY 1";
+    let rows = client(&postgres).await.query(query, &[]).await.unwrap();
+    let rows: Vec<(String, String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let changed = |id: &str| (id.to_owned(), "changed".to_owned(), 2);
+    assert_eq!(rows, [changed("sub_Case"), changed("sub_twin")], "one row each, the later lead's content last");
+}
+
+#[tokio::test]
+async fn postgres_a_lead_that_goes_alone_and_may_pass_stops_the_rest() {
+    let (postgres, sink) = counted_postgres().await;
+    // The user's trigger answers "try again" (serialization failure) for one lead.
+    client(&postgres)
+        .await
+        .batch_execute(
+            "CREATE FUNCTION busy() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN RAISE EXCEPTION 'busy' USING ERRCODE = '40001'; END $$;
+             CREATE TRIGGER busy BEFORE INSERT ON leads FOR EACH ROW
+                 WHEN (NEW.external_id = 'sub_b_busy') EXECUTE FUNCTION busy();",
+        )
+        .await
+        .unwrap();
+    let (mut refused, busy, after) = (sample_lead("sub_a_nul"), sample_lead("sub_b_busy"), sample_lead("sub_c_after"));
+    refused.message = "\u{0}".into();
+    let items: Vec<BatchItem<'_>> =
+        [&refused, &busy, &after].into_iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let (rejected, retry) = (
+        SinkError::Permanent { reason: "sink_rejected" },
+        SinkError::Retryable { reason: "sink_unavailable", retry_after: None },
+    );
+    // The statement is refused for the NUL; alone, the first lead fails, the second is to be
+    // retried, and the third is not tried (it is retried with it: the stream keeps order).
+    assert_eq!(sink.upsert_batch(&items, None).await, [Err(rejected), Err(retry), Err(retry)]);
+    assert_eq!(counted(&postgres).await, (0, vec![]));
 }
 
 #[tokio::test]

@@ -149,14 +149,16 @@ impl LeadSink for SqlSink {
 
 /// The rows of one SQLite transaction: each lead's own statement, so a lead the database
 /// refuses (a constraint) fails alone, and one commit for all. An error that may pass (busy,
-/// full, I/O) can end the transaction, so it is every lead's answer, as is a failed commit.
+/// full, I/O) can end the transaction, so it is every lead's answer, as is a failed commit. A
+/// refusal that ends the transaction (a user's trigger raising `ROLLBACK`) is that lead's
+/// answer, and every other lead's is to retry: what they wrote is gone.
 fn sqlite_batch(connection: &Mutex<rusqlite::Connection>, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
     let every = |error: SinkError| vec![Err(error); items.len()];
     let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
     let Ok(mut connection) = connection.lock() else { return every(unavailable) };
     let now = iso8601_millis(crate::metrics::now_millis());
-    // IMMEDIATE takes the write lock now, waiting out the busy timeout, rather than failing
-    // busy at the first write without waiting.
+    // IMMEDIATE: the write lock first (waiting out the busy timeout), so no write of the
+    // batch is the one to find the database locked.
     let Ok(transaction) = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) else {
         return every(unavailable);
     };
@@ -168,7 +170,12 @@ fn sqlite_batch(connection: &Mutex<rusqlite::Connection>, items: &[BatchItem<'_>
             match statement.execute((&lead.external_id, &lead.name, &lead.email, &lead.message, &extra, &now)) {
                 Ok(_) => results.push(Ok(())),
                 Err(e) => match classify_sqlite(&e) {
-                    refused @ SinkError::Permanent { .. } => results.push(Err(refused)),
+                    refused @ SinkError::Permanent { .. } if !transaction.is_autocommit() => results.push(Err(refused)),
+                    refused @ SinkError::Permanent { .. } => {
+                        let mut answers = every(unavailable);
+                        answers[results.len()] = Err(refused);
+                        return answers;
+                    }
                     // Dropping the transaction rolls back what it wrote.
                     retry => return every(retry),
                 },
@@ -182,9 +189,10 @@ fn sqlite_batch(connection: &Mutex<rusqlite::Connection>, items: &[BatchItem<'_>
 }
 
 /// The leads in one statement. When PostgreSQL refuses it for a lead's content (a NUL byte,
-/// a constraint), each lead goes alone so only that one fails; so do leads of one batch that
-/// name one row (a statement may not update a row twice). With a `deadline`, a lead starts
-/// alone only while its statement and the receipt update fit before it.
+/// a constraint), each lead goes alone so only that one fails; so do the leads when two name
+/// one row (a statement may not update a row twice: equal IDs, or IDs equal under the column's
+/// collation). With a `deadline`, a lead starts alone only while its statement and the
+/// receipt update fit before it; after an error that may pass, the rest are not tried.
 async fn postgres_batch(
     target: &PostgresTarget,
     connection: &tokio::sync::Mutex<Connection>,
@@ -195,14 +203,9 @@ async fn postgres_batch(
         Ok(client) => client,
         Err(error) => return vec![Err(error); items.len()],
     };
-    let mut ids: Vec<&str> = items.iter().map(|item| item.lead.external_id.as_str()).collect();
-    ids.sort_unstable();
-    let repeats = ids.windows(2).any(|pair| pair[0] == pair[1]);
-    if !repeats {
-        match postgres_upsert(connection, &client, items).await {
-            Err(SinkError::Permanent { .. }) if items.len() > 1 => {}
-            answer => return vec![answer; items.len()],
-        }
+    match postgres_upsert(connection, &client, items).await {
+        Err(SinkError::Permanent { .. } | SinkError::Retryable { reason: ROW_TWICE, .. }) if items.len() > 1 => {}
+        answer => return vec![answer; items.len()],
     }
     let statement = STATEMENT_TIMEOUT + std::time::Duration::from_secs(1) + super::RECEIPT_UPDATE_BUDGET;
     let mut results = Vec::with_capacity(items.len());
@@ -287,6 +290,10 @@ fn classify_sqlite(error: &rusqlite::Error) -> SinkError {
     }
 }
 
+/// PostgreSQL's "ON CONFLICT DO UPDATE command cannot affect row a second time" (21000): two
+/// leads of one statement name one row.
+const ROW_TWICE: &str = "sink_row_twice";
+
 /// SQLSTATE classes 22 (data exception, e.g. a NUL byte in text) and 23 (integrity) are about
 /// this lead. Everything else may pass, each with the reason an operator needs: `57014` (the
 /// statement timed out), class 28 (credentials refused), `3D000` (no such database), a TLS
@@ -300,6 +307,7 @@ fn classify_sqlstate(code: Option<&str>, text: &str) -> SinkError {
     let retry = |reason| SinkError::Retryable { reason, retry_after: None };
     match code {
         Some("57014") => retry("sink_timeout"),
+        Some("21000") => retry(ROW_TWICE),
         Some(code) if code.starts_with("22") || code.starts_with("23") => {
             SinkError::Permanent { reason: "sink_rejected" }
         }
@@ -370,8 +378,8 @@ mod tests {
     #[test]
     fn an_error_that_may_pass_mid_batch_rolls_the_batch_back_and_retries_every_lead() {
         // A trigger whose arithmetic overflows for one lead fails at run time with an error
-        // not about a constraint (as a full disk or an I/O error would): the leads written
-        // before it are not kept.
+        // that is not a constraint (SQLITE_ERROR, classed with busy, full and I/O errors as one
+        // that may pass): the leads written before it are not kept.
         let sink = sqlite_with(
             "CREATE TRIGGER overflow AFTER INSERT ON leads WHEN new.external_id = 'b'
              BEGIN SELECT abs(-9223372036854775807 - 1); END;",
@@ -379,6 +387,22 @@ mod tests {
         assert_eq!(batch(&sink, &leads(&["a", "b", "c"])), vec![Err(retry("sink_unavailable")); 3]);
         assert_eq!(rows(&sink), [], "one transaction: nothing of the batch is kept");
         assert_eq!(batch(&sink, &leads(&["a", "c"])), [Ok(()), Ok(())], "the connection is usable after");
+        assert_eq!(rows(&sink), [("a".into(), 1), ("c".into(), 1)]);
+    }
+
+    #[test]
+    fn a_refusal_that_ends_the_transaction_fails_its_lead_and_retries_the_others() {
+        // The user's trigger refuses one lead with ROLLBACK: the transaction is gone, so the
+        // leads before it were not kept and the ones after must not be written outside it.
+        let sink = sqlite_with(
+            "CREATE TRIGGER no_spam BEFORE INSERT ON leads WHEN new.external_id = 'spam'
+             BEGIN SELECT RAISE(ROLLBACK, 'no spam'); END;",
+        );
+        let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        let answers = batch(&sink, &leads(&["a", "spam", "c"]));
+        assert_eq!(answers, [Err(retry("sink_unavailable")), Err(rejected), Err(retry("sink_unavailable"))]);
+        assert_eq!(rows(&sink), []);
+        assert_eq!(batch(&sink, &leads(&["a", "c"])), [Ok(()), Ok(())], "the rest, without the refused lead");
         assert_eq!(rows(&sink), [("a".into(), 1), ("c".into(), 1)]);
     }
 
@@ -431,6 +455,7 @@ mod tests {
             assert_eq!(classify_sqlstate(Some(code), "db error"), retry("sink_unavailable"), "{code}");
         }
         assert_eq!(classify_sqlstate(Some("57014"), "canceling statement"), retry("sink_timeout"));
+        assert_eq!(classify_sqlstate(Some("21000"), "cannot affect row a second time"), retry("sink_row_twice"));
         assert_eq!(classify_sqlstate(Some("28P01"), "password authentication failed"), retry("sink_unauthorized"));
         assert_eq!(classify_sqlstate(Some("28000"), "no pg_hba.conf entry"), retry("sink_unauthorized"));
         assert_eq!(classify_sqlstate(Some("3D000"), "database does not exist"), retry("sink_config_invalid"));
