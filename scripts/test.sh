@@ -17,6 +17,10 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 step "the tests ARCHITECTURE.md names as holding its invariants exist"
 python3 scripts/check-invariant-tests.py
 
+step "every import points to a lower layer (ARCHITECTURE.md's layers)"
+python3 scripts/check-layers.py --self-test
+python3 scripts/check-layers.py
+
 step "clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32: shared, edge)"

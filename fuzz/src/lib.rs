@@ -5,7 +5,10 @@
 //! corpus (`corpus/<target>/`) to the same functions on stable, in `make test`. Inputs that
 //! carry headers are framed as `Name: value` lines, a blank line, then the body ([`framed`]).
 
+mod credentials;
 mod oracle;
+
+pub use credentials::{BASIC, BEARER, FORM_SECRET, HEADER, SIGNING_SECRET};
 
 use shared::auth::{AuthMethod, AuthPolicy, BodySignature, HeaderCredentials};
 use shared::decision::Outcome;
@@ -15,7 +18,7 @@ use shared::fingerprint::fingerprint;
 use shared::headers::Headers;
 use shared::json::{parse, parse_wire, Json, JsonError, MAX_DEPTH};
 use shared::key::check_key;
-use shared::lead::{lead_from_receipt, LeadMapping};
+use shared::profile::registry::{lead_from_receipt, LeadMapping};
 use shared::profile::Profile;
 use shared::receipt::{Receipt, ReceiptStatus};
 use shared::receive::{receive, Delivery, Policy, Step, DEFAULT_RETENTION_DAYS};
@@ -49,14 +52,6 @@ pub const PATHS: &[(&str, &[&str])] = &[
 
 /// The clock every target runs at (2026-12-01T00:21:53.123Z); corpus signatures use it.
 pub const NOW_MILLIS: u64 = 1_796_084_513_123;
-/// The bearer token the targets' policy accepts.
-pub const BEARER: &str = "fuzz-token";
-/// The Basic `user:password` pair it accepts.
-pub const BASIC: &str = "fuzz-user:fuzz-pass";
-/// The custom header and the value it accepts.
-pub const HEADER: (&str, &str) = ("X-Fuzz-Token", "fuzz-header-value");
-/// The Standard Webhooks signing secret it accepts (`whsec_` and base64 of `fuzz-signing-key`).
-pub const SIGNING_SECRET: &str = "whsec_ZnV6ei1zaWduaW5nLWtleQ==";
 
 /// The policy every delivery target runs against: all four methods configured.
 pub fn policy() -> Policy {
@@ -200,10 +195,6 @@ pub fn receive_delivery(data: &[u8]) -> &'static str {
     }
     "stored"
 }
-
-/// The secret the Typeform and Tally profiles accept (its text is the key).
-pub const FORM_SECRET: &str = "fuzz-form-secret";
-
 /// The same input through every other sender profile, each with its own credential: a refusal
 /// is a 4xx; an accepted delivery is signed as that sender signs (checked again here), stored
 /// under its profile's key as an item that satisfies DynamoDB's rules, read back downstream

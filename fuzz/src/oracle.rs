@@ -13,7 +13,7 @@ use shared::dynamo::{item_size, AttributeValue, Item, MAX_ITEM_BYTES};
 use shared::headers::Headers;
 use shared::profile::Profile;
 
-use crate::{BASIC, BEARER, FORM_SECRET, HEADER, SIGNING_SECRET};
+use crate::credentials::{BASIC, BEARER, FORM_SECRET, HEADER, SIGNING_SECRET};
 
 /// The deepest nesting of arrays and objects in JSON text, strings skipped.
 pub(crate) fn nesting(text: &[u8]) -> usize {

@@ -4,6 +4,7 @@ use alloc::string::String;
 
 use crate::fingerprint::fingerprint;
 use crate::json::{self, Json, JsonError};
+use crate::key::KeyError;
 use crate::profile::Profile;
 
 /// The only event this receiver accepts.
@@ -105,6 +106,42 @@ pub fn parse_envelope(body: &[u8]) -> Result<Envelope, EnvelopeError> {
 /// (JSON in logs and bodies, percent-encoding in URL paths).
 pub fn is_valid_submission_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_SUBMISSION_ID_LEN && !id.chars().any(char::is_control)
+}
+
+/// What a delivery's body and headers failed on, by check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The body is not this profile's envelope.
+    Envelope(EnvelopeError),
+    /// The identity the headers carry is missing or not acceptable (400, by the key's rules).
+    Key(KeyError),
+}
+
+/// Parses a body that must be a JSON object.
+pub(crate) fn parse_object(body: &[u8]) -> Result<Json, EnvelopeError> {
+    let body = json::parse(body).map_err(EnvelopeError::InvalidJson)?;
+    match body {
+        Json::Object(_) => Ok(body),
+        _ => Err(EnvelopeError::NotAnObject),
+    }
+}
+
+/// The identity at `value`: a string that [`crate::envelope::is_valid_submission_id`] accepts.
+pub(crate) fn identity(value: Option<&Json>) -> Result<String, EnvelopeError> {
+    let id = value.and_then(Json::as_str).ok_or(EnvelopeError::MissingSubmissionId)?;
+    if !crate::envelope::is_valid_submission_id(id) {
+        return Err(EnvelopeError::InvalidSubmissionId);
+    }
+    Ok(String::from(id))
+}
+
+/// Requires the body's event type at `field` to be `expected`.
+pub(crate) fn expect_event(body: &Json, field: &str, expected: &str) -> Result<String, EnvelopeError> {
+    match body.get(field).and_then(Json::as_str) {
+        None => Err(EnvelopeError::MissingEvent),
+        Some(event) if event != expected => Err(EnvelopeError::UnsupportedEvent),
+        Some(event) => Ok(String::from(event)),
+    }
 }
 
 impl Envelope {

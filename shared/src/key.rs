@@ -2,8 +2,8 @@
 
 use alloc::string::String;
 
-use crate::envelope::FORM_SUBMITTED;
 use crate::headers::Headers;
+use crate::profile::Profile;
 
 /// The header that carries the key.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "Idempotency-Key";
@@ -33,11 +33,7 @@ impl KeyError {
 
 /// The key a delivery of `submission_id` must carry.
 pub fn expected_key(submission_id: &str) -> String {
-    let mut key = String::from("staticforms:");
-    key.push_str(FORM_SUBMITTED);
-    key.push(':');
-    key.push_str(submission_id);
-    key
+    Profile::StaticForms.key(submission_id)
 }
 
 /// Returns the key when the request's header equals the one its envelope implies.

@@ -4,7 +4,6 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 
 use crate::json::Json;
-use crate::profile::standard_webhooks::LeadPointers;
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
@@ -61,29 +60,9 @@ impl Lead {
     }
 }
 
-/// How receipts become leads where that is configuration: the Standard Webhooks profile's
-/// JSON pointers. The other profiles' mappings are fixed by their senders' payloads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LeadMapping {
-    /// Where a `standard-webhooks` payload keeps the lead's fields.
-    pub standard_webhooks: LeadPointers,
-}
-
-/// Maps a receipt to its lead, by its profile. The lead's `external_id` is the submission ID
-/// for Static Forms (as it always was) and the receipt's key (`<profile>:<id>`) for every other
-/// profile, so the same raw ID from two senders is two leads.
-pub fn lead_from_receipt(receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError> {
-    match receipt.profile {
-        Profile::StaticForms => static_forms_lead(receipt),
-        Profile::StandardWebhooks => Ok(crate::profile::standard_webhooks::lead(receipt, &mapping.standard_webhooks)),
-        Profile::Typeform => crate::profile::typeform::lead(receipt),
-        Profile::Tally => crate::profile::tally::lead(receipt),
-    }
-}
-
 /// The lead of a Static Forms receipt: `formData`'s `name`, `email` and `message`, the rest as
 /// `extra`.
-fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
+pub(crate) fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
     let payload_id = receipt.payload.get("data").and_then(|d| d.get("submissionId")).and_then(Json::as_str);
     if payload_id != Some(receipt.submission_id.as_str()) {
         return Err(LeadError::SubmissionIdMismatch);
@@ -194,7 +173,7 @@ mod tests {
     }
 
     fn lead_from_receipt_default(receipt: &Receipt) -> Result<Lead, LeadError> {
-        lead_from_receipt(receipt, &LeadMapping::default())
+        static_forms_lead(receipt)
     }
 
     fn check(body: &str, expected: Result<(&str, &str, &str, &str), LeadError>) {

@@ -1,11 +1,10 @@
-//! Sender profiles: one route per sender, and what each delivery's identity, content and lead
-//! are taken from.
-//!
-//! A profile is data: how the sender authenticates (its [`crate::auth::AuthPolicy`], configured
-//! by the shell), the route it posts to, where the delivery's stable identity comes from, which
-//! body checks apply, what the fingerprint covers, and how a receipt becomes a lead. Adding a
-//! sender is a variant here, a module beside this one (its envelope and lead mapping), and the
-//! shells' configuration of its secret (ARCHITECTURE.md, "Adding a sender profile").
+//! Sender profiles' identities: the name, the route, the receipt key's prefix and the headers
+//! each profile reads. Nothing here depends on another module of the crate: the identity sits
+//! low in the house, beside `key`. Each sender's parsing and lead mapping is a module beside
+//! this one, above `envelope`, `receipt` and `lead`; [`registry`] dispatches to them by
+//! profile. Adding a sender is a variant here, a module beside this one, its lines in
+//! [`registry`], and the shells' configuration of its secret (ARCHITECTURE.md, "Adding a
+//! sender profile").
 //!
 //! Receipt keys are namespaced by profile (`tally:<responseId>`, ...), so identities from
 //! different senders never collide. `staticforms` keeps the key it always had
@@ -14,12 +13,22 @@
 
 use alloc::string::String;
 
-use crate::envelope::{Envelope, EnvelopeError};
-use crate::json::{self, Json};
-
+pub mod registry;
 pub mod standard_webhooks;
 pub mod tally;
 pub mod typeform;
+
+/// The request headers the `staticforms` profile's checks read, besides its custom
+/// authentication header ([`crate::receive::Policy::header_names`]). A shell may collect only
+/// these: each header it collects costs it a crossing from the runtime.
+pub const HEADERS_READ: [&str; 6] =
+    ["content-type", "authorization", "idempotency-key", "webhook-id", "webhook-timestamp", "webhook-signature"];
+
+/// The header Typeform signs its deliveries in.
+pub const TYPEFORM_SIGNATURE_HEADER: &str = "typeform-signature";
+
+/// The header Tally signs its deliveries in.
+pub const TALLY_SIGNATURE_HEADER: &str = "tally-signature";
 
 /// A sender profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -34,15 +43,6 @@ pub enum Profile {
     Typeform,
     /// Tally's `FORM_RESPONSE` webhooks, signed with `Tally-Signature`.
     Tally,
-}
-
-/// What a delivery's body and headers failed on, by check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// The body is not this profile's envelope.
-    Envelope(EnvelopeError),
-    /// The identity the headers carry is missing or not acceptable (400, by the key's rules).
-    Key(crate::key::KeyError),
 }
 
 impl Profile {
@@ -109,49 +109,11 @@ impl Profile {
     /// header (see [`crate::receive::Policy::header_names`]).
     pub fn headers_read(self) -> &'static [&'static str] {
         match self {
-            Profile::StaticForms => &crate::receive::HEADERS_READ,
+            Profile::StaticForms => &HEADERS_READ,
             Profile::StandardWebhooks => &["content-type", "webhook-id", "webhook-timestamp", "webhook-signature"],
-            Profile::Typeform => &["content-type", typeform::SIGNATURE_HEADER],
-            Profile::Tally => &["content-type", tally::SIGNATURE_HEADER],
+            Profile::Typeform => &["content-type", TYPEFORM_SIGNATURE_HEADER],
+            Profile::Tally => &["content-type", TALLY_SIGNATURE_HEADER],
         }
-    }
-
-    /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its
-    /// envelope: identity, event, the parsed body and its fingerprint.
-    pub fn read(self, headers: &crate::headers::Headers, body: &[u8]) -> Result<Envelope, Refusal> {
-        match self {
-            Profile::StaticForms => crate::envelope::parse_envelope(body).map_err(Refusal::Envelope),
-            Profile::StandardWebhooks => standard_webhooks::read(headers, body),
-            Profile::Typeform => typeform::read(body).map_err(Refusal::Envelope),
-            Profile::Tally => tally::read(body).map_err(Refusal::Envelope),
-        }
-    }
-}
-
-/// Parses a body that must be a JSON object.
-pub(crate) fn parse_object(body: &[u8]) -> Result<Json, EnvelopeError> {
-    let body = json::parse(body).map_err(EnvelopeError::InvalidJson)?;
-    match body {
-        Json::Object(_) => Ok(body),
-        _ => Err(EnvelopeError::NotAnObject),
-    }
-}
-
-/// The identity at `value`: a string that [`crate::envelope::is_valid_submission_id`] accepts.
-pub(crate) fn identity(value: Option<&Json>) -> Result<String, EnvelopeError> {
-    let id = value.and_then(Json::as_str).ok_or(EnvelopeError::MissingSubmissionId)?;
-    if !crate::envelope::is_valid_submission_id(id) {
-        return Err(EnvelopeError::InvalidSubmissionId);
-    }
-    Ok(String::from(id))
-}
-
-/// Requires the body's event type at `field` to be `expected`.
-pub(crate) fn expect_event(body: &Json, field: &str, expected: &str) -> Result<String, EnvelopeError> {
-    match body.get(field).and_then(Json::as_str) {
-        None => Err(EnvelopeError::MissingEvent),
-        Some(event) if event != expected => Err(EnvelopeError::UnsupportedEvent),
-        Some(event) => Ok(String::from(event)),
     }
 }
 

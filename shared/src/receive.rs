@@ -10,10 +10,11 @@ use alloc::vec::Vec;
 use crate::auth::{AuthError, AuthPolicy};
 use crate::decision::{HealthProblem, Outcome, ReceiptSummary, TooLarge};
 use crate::dynamo::item_size;
+use crate::envelope::Refusal;
 use crate::fingerprint::same_content;
 use crate::headers::Headers;
 use crate::key::check_key;
-use crate::profile::{Profile, Refusal};
+use crate::profile::Profile;
 use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
 use crate::store::{PutOutcome, RetryableStoreError, StoreError};
@@ -152,11 +153,7 @@ pub fn declared_too_large(policy: &Policy, content_length: Option<&str>) -> bool
     content_length.and_then(|n| n.trim().parse::<usize>().ok()).is_some_and(|n| n > policy.max_body_bytes)
 }
 
-/// The request headers [`receive`] reads for the `staticforms` profile, besides its custom
-/// authentication header ([`Policy::header_names`]). A shell may collect only these: each
-/// header it collects costs it a crossing from the runtime.
-pub const HEADERS_READ: [&str; 6] =
-    ["content-type", "authorization", "idempotency-key", "webhook-id", "webhook-timestamp", "webhook-signature"];
+pub use crate::profile::HEADERS_READ;
 
 impl Policy {
     /// A policy with one profile enabled, and the defaults for retention and body size.

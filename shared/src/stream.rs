@@ -16,7 +16,8 @@ use core::fmt::Write as _;
 use crate::dynamo::{item_from_wire, Item};
 use crate::envelope::is_valid_submission_id;
 use crate::json::{parse_wire, write_ascii_string, write_string};
-use crate::lead::{lead_from_receipt, Lead, LeadMapping};
+use crate::lead::Lead;
+use crate::profile::registry::{lead_from_receipt, LeadMapping};
 use crate::profile::Profile;
 use crate::receipt::{Receipt, ReceiptStatus};
 

@@ -7,7 +7,7 @@
 use std::fmt;
 
 pub use shared::config::ConfigError;
-use shared::lead::LeadMapping;
+use shared::profile::registry::LeadMapping;
 use shared::profile::standard_webhooks::LeadPointers;
 use shared::secret::SigningSecret;
 

@@ -30,7 +30,7 @@ pub struct Handler<S, R> {
     pub sink: S,
     pub receipts: R,
     /// How receipts become leads where that is configured.
-    pub mapping: shared::lead::LeadMapping,
+    pub mapping: shared::profile::registry::LeadMapping,
 }
 
 /// A record that must be retried, from its sequence number on; the reason is for the log.

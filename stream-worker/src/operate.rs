@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 use shared::dynamo::Item;
-use shared::lead::{lead_from_receipt, LeadMapping};
+use shared::profile::registry::{lead_from_receipt, LeadMapping};
 use shared::profile::Profile;
 use shared::receipt::{waiting_since, Receipt, ReceiptStatus};
 use shared::stream::submission_id_of_key;

@@ -287,8 +287,12 @@ fn a_sink_outage_is_reported_in_batch_item_failures_through_the_runtime() {
 #[test]
 fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
     let (store, key) = store_for(tests::policies::Role::StreamWorker);
-    let postgres = Postgres::start();
-    let env = [("LEAD_SINK", postgres.url())];
+    // A webhook sink takes one lead per call, so its records are started one by one.
+    let sink = StubServer::start(|_| StubResponse::json(200, json!({"ok": true})));
+    let env = [
+        ("LEAD_SINK", format!("http://127.0.0.1:{}/leads", sink.port)),
+        ("WEBHOOK_SINK_SECRET", delivery::signing_secret()),
+    ];
     // A deadline shorter than one record's budget: the first record is always tried, the
     // others are handed back unprocessed rather than risk a timeout that retries them all.
     let short = invoke_with_time(&store, &key, &env, fixture_event(&store, "batch_of_five.json"), 3_000);
@@ -299,10 +303,23 @@ fn the_invocation_deadline_from_the_runtime_bounds_the_batch() {
         short.responses,
         short.stderr
     );
-    // A deadline a minute away (the budget of a PostgreSQL record is well under it): the
-    // whole batch, from the second record on.
+    // A deadline a minute away (the budget of a webhook record is well under it): the whole
+    // batch, from the second record on.
     let long = invoke_with_time(&store, &key, &env, fixture_event(&store, "batch_of_five.json"), 60_000);
     assert_eq!(failed_items(&long.responses[0].1), Vec::<&str>::new(), "{:?} {}", long.responses, long.stderr);
+    let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
+    assert!(["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"].iter().all(|id| status(id) == "COMPLETED"));
+}
+
+#[test]
+fn a_batching_sink_always_tries_the_invocation_s_first_batch_whole() {
+    let (store, key) = store_for(tests::policies::Role::StreamWorker);
+    let postgres = Postgres::start();
+    let env = [("LEAD_SINK", postgres.url())];
+    // PostgreSQL takes the five leads in one statement: with 3 seconds left, less than its
+    // batch budget, the first batch is still tried, and whole.
+    let short = invoke_with_time(&store, &key, &env, fixture_event(&store, "batch_of_five.json"), 3_000);
+    assert_eq!(failed_items(&short.responses[0].1), Vec::<&str>::new(), "{:?} {}", short.responses, short.stderr);
     let status = |id: &str| store.get(TABLE, &delivery::key(id)).unwrap()["status"]["S"].as_str().unwrap().to_owned();
     assert!(["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"].iter().all(|id| status(id) == "COMPLETED"));
 }

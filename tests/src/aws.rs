@@ -38,7 +38,7 @@ pub fn receipt(body: &[u8], now_millis: u64) -> Receipt {
 /// The lead the stream worker maps from the receipt of a delivery for `id`.
 pub fn sample_lead(id: &str) -> shared::lead::Lead {
     let receipt = receipt(&crate::delivery::body(id, crate::delivery::VISITOR_MESSAGE, 1), 0);
-    shared::lead::lead_from_receipt(&receipt, &shared::lead::LeadMapping::default()).unwrap()
+    shared::profile::registry::lead_from_receipt(&receipt, &shared::profile::registry::LeadMapping::default()).unwrap()
 }
 
 /// Writes `item` with the root key (setup, not what is under test).

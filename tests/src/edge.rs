@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::http::{send, Answer};
-use crate::repo_root;
-use crate::TempDir;
+use crate::process::repo_root;
+use crate::process::TempDir;
 
 /// A running Worker, stopped by PID on drop.
 pub struct Edge {
@@ -94,7 +94,7 @@ impl Edge {
 
     /// The log lines written so far, each `<level> <line>`; waits until there are `at_least`.
     pub fn logs(&self, at_least: usize) -> Vec<String> {
-        crate::wait_until("the Worker's log lines", 10, || self.logs.lock().unwrap().len() >= at_least);
+        crate::process::wait_until("the Worker's log lines", 10, || self.logs.lock().unwrap().len() >= at_least);
         self.logs.lock().unwrap().clone()
     }
 

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 use crate::http::{send, Answer};
-use crate::{free_port, repo_root, wait_until, TempDir};
+use crate::process::{free_port, repo_root, wait_until, TempDir};
 
 /// The receipts table's definition, shared with `scripts/dev.sh`.
 pub const RECEIPTS_TABLE: &str = include_str!("../../deploy/receipts-table.json");
@@ -294,11 +294,6 @@ impl Drop for Ministack {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The ARN of the table `table` in the tests' region, in any account.
-pub fn table_arn(table: &str) -> String {
-    format!("arn:aws:dynamodb:us-east-1:*:table/{table}")
 }
 
 fn xml_value(xml: &str, tag: &str) -> String {

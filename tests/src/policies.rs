@@ -12,8 +12,12 @@
 use serde_json::{json, Value};
 use serde_yaml_ng::Value as Yaml;
 
-use crate::ministack::table_arn;
 use crate::template::template;
+
+/// The ARN of the table `table` in the tests' region, in any account.
+pub fn table_arn(table: &str) -> String {
+    format!("arn:aws:dynamodb:us-east-1:*:table/{table}")
+}
 
 /// A role of `template.yaml` whose statements a test identity gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

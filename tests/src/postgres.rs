@@ -9,7 +9,7 @@ use std::process::Command;
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::{free_port, wait_until};
+use crate::process::{free_port, wait_until};
 
 /// A running server, stopped by `pg_ctl stop` (its PID file) on drop.
 pub struct Postgres {

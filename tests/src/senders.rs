@@ -25,7 +25,7 @@ pub fn bindings() -> Vec<(&'static str, String)> {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = crate::repo_root().join("shared/tests/fixtures").join(name);
+    let path = crate::process::repo_root().join("shared/tests/fixtures").join(name);
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
 

@@ -22,10 +22,10 @@ use crate::delivery::{self, BEARER};
 use crate::edge::Edge;
 use crate::http::send;
 use crate::ministack::Ministack;
+use crate::process::TempDir;
 use crate::proxy::{FaultProxy, Mode};
 use crate::stub_http::WebhookStandIn;
 use crate::worker::PollerProcess;
-use crate::TempDir;
 
 mod report;
 

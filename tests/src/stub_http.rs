@@ -2,6 +2,7 @@
 //! ephemeral port, connections served concurrently), the "fail next" answers the stand-ins
 //! share, and a strict webhook receiver.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -267,4 +268,34 @@ async fn answer(
     }
     let body = http_body_util::Full::new(bytes::Bytes::from(response.body));
     Ok(builder.body(body).unwrap_or_else(|_| hyper::Response::new(http_body_util::Full::default())))
+}
+
+/// `%XX` sequences as bytes, then UTF-8.
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// An `application/x-www-form-urlencoded` body as a map.
+pub(crate) fn form_decode(body: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " "))))
+        .collect()
 }

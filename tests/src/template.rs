@@ -5,7 +5,7 @@ use serde_yaml_ng::Value as Yaml;
 
 /// `template.yaml`, parsed (CloudFormation's tags kept as YAML tags).
 pub fn template() -> Yaml {
-    let path = crate::repo_root().join("template.yaml");
+    let path = crate::process::repo_root().join("template.yaml");
     let text = std::fs::read_to_string(&path).expect("template.yaml");
     serde_yaml_ng::from_str(&text).expect("template.yaml is YAML")
 }

@@ -13,7 +13,7 @@ mod rules {
             if path.is_dir() {
                 sources(&path, out);
             } else if path.extension().is_some_and(|e| e == "rs" || e == "mjs") {
-                let name = path.strip_prefix(crate::repo_root().join("tests")).unwrap().display().to_string();
+                let name = path.strip_prefix(crate::process::repo_root().join("tests")).unwrap().display().to_string();
                 out.push((name, std::fs::read_to_string(&path).unwrap()));
             }
         }
@@ -23,7 +23,7 @@ mod rules {
     fn every_server_a_test_starts_listens_on_loopback_on_an_ephemeral_port_and_stops_with_its_handle() {
         let mut files = Vec::new();
         for dir in ["src", "it", "support", "benches", "soak_small"] {
-            sources(&crate::repo_root().join("tests").join(dir), &mut files);
+            sources(&crate::process::repo_root().join("tests").join(dir), &mut files);
         }
         let mut problems = Vec::new();
         for (path, text) in files.iter().filter(|(path, _)| path != "src/tidy.rs") {
@@ -77,7 +77,7 @@ mod rules {
 
     #[test]
     fn credentials_and_signatures_compare_only_in_constant_time() {
-        let shared = crate::repo_root().join("shared/src");
+        let shared = crate::process::repo_root().join("shared/src");
         let secret = std::fs::read_to_string(shared.join("secret.rs")).unwrap();
         let auth = std::fs::read_to_string(shared.join("auth.rs")).unwrap();
         let mut problems = Vec::new();

@@ -11,8 +11,9 @@ use stream_worker::receipts::{DynamoReceipts, Mark, Marked, ReceiptStore, Receip
 use stream_worker::sink::LeadSink;
 
 use crate::aws::{put_item, receipt, sdk_config};
+use crate::delivery;
 use crate::ministack::Ministack;
-use crate::{delivery, now_millis, TempDir};
+use crate::process::{now_millis, TempDir};
 
 /// The receipts table a [`World`] creates.
 pub const TABLE: &str = "receipts";
@@ -162,7 +163,7 @@ impl PollerProcess {
         dir: &Path,
     ) -> Self {
         let (out, err) = (dir.join("poll.out"), dir.join("poll.err"));
-        let child = std::process::Command::new(crate::stream_worker_binary())
+        let child = std::process::Command::new(crate::process::stream_worker_binary())
             .arg("poll")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

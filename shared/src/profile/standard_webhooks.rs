@@ -17,13 +17,14 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 
+use crate::envelope::Refusal;
 use crate::envelope::{is_valid_submission_id, Envelope};
 use crate::fingerprint::fingerprint_raw;
 use crate::headers::Headers;
 use crate::json::{self, Json};
 use crate::key::KeyError;
 use crate::lead::{as_text, Lead};
-use crate::profile::{Profile, Refusal};
+use crate::profile::Profile;
 use crate::receipt::Receipt;
 
 /// The longest `type` kept as the receipt's event, in bytes.

@@ -16,15 +16,16 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::envelope::{expect_event, identity, parse_object};
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::fingerprint::fingerprint;
 use crate::json::Json;
 use crate::lead::{Fields, Lead, LeadError, Named};
-use crate::profile::{expect_event, identity, parse_object, Profile};
+use crate::profile::Profile;
 use crate::receipt::Receipt;
 
 /// The header that carries the signature.
-pub const SIGNATURE_HEADER: &str = "tally-signature";
+pub use crate::profile::TALLY_SIGNATURE_HEADER as SIGNATURE_HEADER;
 /// The one event accepted.
 pub const FORM_RESPONSE: &str = "FORM_RESPONSE";
 

@@ -19,15 +19,16 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 
+use crate::envelope::{expect_event, identity, parse_object};
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::fingerprint::fingerprint;
 use crate::json::Json;
 use crate::lead::{Fields, Lead, LeadError, Named};
-use crate::profile::{expect_event, identity, parse_object, Profile};
+use crate::profile::Profile;
 use crate::receipt::Receipt;
 
 /// The header that carries the signature.
-pub const SIGNATURE_HEADER: &str = "typeform-signature";
+pub use crate::profile::TYPEFORM_SIGNATURE_HEADER as SIGNATURE_HEADER;
 /// What precedes the base64 signature.
 pub const SIGNATURE_PREFIX: &str = "sha256=";
 /// The one event accepted.

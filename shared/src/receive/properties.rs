@@ -9,7 +9,7 @@ use crate::dynamo::{item_from_wire, item_size, item_to_wire, AttributeValue, Ite
 use crate::envelope::{parse_envelope, EnvelopeError};
 use crate::json::{parse, parse_wire, Json, JsonError};
 use crate::key::expected_key;
-use crate::lead::{lead_from_receipt, LeadMapping};
+use crate::profile::registry::{lead_from_receipt, LeadMapping};
 use crate::secret::Credential;
 use crate::store::classify_put;
 use crate::stream::{decide, NewImage, RecordAction};

@@ -2,7 +2,8 @@
 //! ([`LeadSink::batch_size`] > 1): the batch goes in waves. In each wave every receipt's lane
 //! moves up to its next lead (records before it, skips and poison, settle on their own), and
 //! the wave's leads go to the sink together, in stream order, [`LeadSink::batch_size`] at a
-//! time; their receipts are marked once the sink's answer for each is known. Records of one
+//! time; their receipts are marked once the sink's answer for each is known, while the next
+//! batch goes to the sink (the store is kept busy across the sink's calls). Records of one
 //! receipt are never in one wave, so they keep their stream order. The partial-failure
 //! contract is the lanes' ([`Handler::handle_counted`]): the lowest record to retry is
 //! reported, no wave or batch starts past a known failure, and the invocation's first batch
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -53,6 +55,9 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 return results;
             }
             wave.sort_by_key(|pending| pending.index);
+            // A chunk's receipts are marked while the next chunk goes to the sink, so the store
+            // is kept busy across the sink's calls; the wave ends when every mark is known.
+            let mut marking = FuturesUnordered::new();
             for chunk in wave.chunks(self.sink.batch_size().max(1)) {
                 let low = lowest.load(Ordering::Acquire);
                 let chunk: Vec<&Pending> = chunk.iter().filter(|pending| !past(pending.index, low)).collect();
@@ -66,12 +71,27 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                     break;
                 }
                 first_batch = false;
-                for (index, result) in self.write_batch(records, &chunk, deadline, &slots).await {
-                    if result.is_err() {
-                        lowest.fetch_min(index, Ordering::AcqRel);
+                let send = self.send_batch(records, &chunk, deadline);
+                tokio::pin!(send);
+                let (settled, marks) = loop {
+                    tokio::select! {
+                        sent = &mut send => break sent,
+                        Some(done) = marking.next(), if !marking.is_empty() => record(&mut results, &lowest, done),
                     }
-                    results[index] = Some(result);
+                };
+                for done in settled {
+                    record(&mut results, &lowest, done);
                 }
+                for (pending, mark, attempt) in marks {
+                    let (seq, slots) = (sequence_number(&records[pending.index]), &slots);
+                    marking.push(async move {
+                        let _slot = slots.acquire().await.expect("the semaphore is never closed");
+                        (pending.index, self.mark_applied(seq, pending, mark, attempt).await)
+                    });
+                }
+            }
+            while let Some(done) = marking.next().await {
+                record(&mut results, &lowest, done);
             }
         }
     }
@@ -127,21 +147,21 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     }
 
     /// Sends one batch (again for the leads the sink asks to retry after a pause that fits,
-    /// [`MAX_ATTEMPTS`] in all), then marks each receipt by its own lead's answer.
-    async fn write_batch(
+    /// [`MAX_ATTEMPTS`] in all): the leads handed back, settled, and the marks each receipt
+    /// takes by its own lead's answer (made by the caller).
+    async fn send_batch<'p>(
         &self,
         records: &[EventRecord],
-        chunk: &[&Pending],
+        chunk: &[&'p Pending],
         deadline: Option<Instant>,
-        slots: &Semaphore,
-    ) -> Vec<(usize, Settled)> {
+    ) -> (Vec<(usize, Settled)>, Vec<(&'p Pending, Mark<'static>, u32)>) {
         let seq = |pending: &Pending| sequence_number(&records[pending.index]);
         fn id(pending: &Pending) -> Option<&str> {
             Some(pending.receipt.submission_id.as_str())
         }
         let mut settled = Vec::new();
-        let mut marks: Vec<(&Pending, Mark<'static>, u32)> = Vec::new();
-        let mut sending: Vec<&Pending> = chunk.to_vec();
+        let mut marks: Vec<(&'p Pending, Mark<'static>, u32)> = Vec::new();
+        let mut sending: Vec<&'p Pending> = chunk.to_vec();
         let mut attempt = 1;
         while !sending.is_empty() {
             let items: Vec<BatchItem<'_>> = sending
@@ -189,11 +209,14 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 attempt += 1;
             }
         }
-        let marked = marks.into_iter().map(|(pending, mark, attempt)| async move {
-            let _slot = slots.acquire().await.expect("the semaphore is never closed");
-            (pending.index, self.mark_applied(seq(pending), pending, mark, attempt).await)
-        });
-        settled.extend(join_all(marked).await);
-        settled
+        (settled, marks)
     }
+}
+
+/// Notes a record's result; a retry lowers the lowest failure.
+fn record(results: &mut [Option<Settled>], lowest: &AtomicUsize, (index, result): (usize, Settled)) {
+    if result.is_err() {
+        lowest.fetch_min(index, Ordering::AcqRel);
+    }
+    results[index] = Some(result);
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use super::tests::{batch_of, event, failures, five_receipts, receipts_for};
+use super::tests::{batch_of, event, failures, five_receipts, receipts_for, MemoryReceipts};
 use super::*;
 use crate::sink::{BatchItem, RECEIPT_UPDATE_BUDGET};
 
@@ -298,4 +298,42 @@ async fn a_later_waves_record_before_its_lead_starts_only_when_a_store_call_fits
     let (response, tally) = h.handle_counted(batch(), Some(Instant::now() + ten + RECEIPT_UPDATE_BUDGET)).await;
     assert!(failures(&response).is_empty());
     assert_eq!((tally.written, tally.skipped), (4, 1));
+}
+
+/// A receipt store whose every update takes `delay` (tokio's clock).
+struct SlowMarks(MemoryReceipts, Duration);
+
+impl ReceiptStore for SlowMarks {
+    async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, crate::receipts::ReceiptStoreError> {
+        self.0.get(key).await
+    }
+
+    async fn mark(
+        &self,
+        key: &str,
+        received_at: &str,
+        mark: Mark<'_>,
+        now: &str,
+    ) -> Result<crate::receipts::Marked, crate::receipts::ReceiptStoreError> {
+        tokio::time::sleep(self.1).await;
+        self.0.mark(key, received_at, mark, now).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batchs_receipts_are_marked_while_the_next_batch_is_sent() {
+    // Three batches (two, two, one), each call a second and each update a second (at most ten
+    // at once): one after the other, six seconds; with each batch's updates beside the next
+    // call, four.
+    let second = Duration::from_secs(1);
+    let receipts = SlowMarks(five_receipts(), second);
+    let handler = Handler { mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
+    let started = Instant::now();
+    let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(tally.written, 5);
+    assert_eq!(started.elapsed(), 4 * second);
+    for i in 1..=5 {
+        assert_eq!(handler.receipts.0.status(&format!("sub_{i}")), Some(("COMPLETED", None)));
+    }
 }

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use super::SinkError;
+use super::contract::SinkError;
 
-/// How long one HTTP call to a sink may take.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one HTTP call to a sink may take (the contract's [`super::contract::CALL_TIMEOUT`]).
+pub use super::contract::CALL_TIMEOUT as TIMEOUT;
 
 /// The HTTP client, built once. It never follows a redirect: a client following a 301, 302
 /// or 303 turns the POST into a GET, and a 2xx from wherever it lands would mark a receipt

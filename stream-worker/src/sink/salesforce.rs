@@ -21,134 +21,18 @@
 //! A converted Lead is the submission's lead already: done, untouched. 415 (the request's
 //! format) is retried as `sink_unsupported_media_type`; 503 with its `Retry-After`.
 
-use std::sync::Mutex;
-
 use shared::lead::Lead;
 
-use super::http::{classify_status, transport_error};
-use super::{CheckError, LeadSink, SinkError};
+use super::contract::{BatchItem, CheckError, LeadSink, SinkError, RECEIPT_UPDATE_BUDGET};
 
+mod api;
 pub mod batch;
 pub mod lead;
 pub mod limits;
 pub mod refusals;
 
+pub use api::{classify_answer, Login, Salesforce, DUPLICATE_RULE_HEADER};
 pub use lead::{external_id, fields, path_segment, NOT_PROVIDED};
-
-/// The header that saves a Lead past duplicate rules whose action is Alert (Salesforce REST
-/// API, "Duplicate Rule Header"; `allowSave` is false when the header is absent).
-pub const DUPLICATE_RULE_HEADER: (&str, &str) = ("Sforce-Duplicate-Rule-Header", "allowSave=true");
-
-/// A Salesforce org reached through a connected app's client credentials.
-pub struct Salesforce {
-    client: reqwest::Client,
-    login: Login,
-    /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL.
-    path: String,
-    /// `/services/data/vNN.N/composite/sobjects/Lead/<field>`: sObject Collections.
-    collection_path: String,
-    /// The org's API allocation as the answers so far describe it.
-    allocation: Mutex<limits::Allocation>,
-    /// The current access token and the instance URL it is for.
-    session: Mutex<Option<Session>>,
-}
-
-/// What the token request needs.
-pub struct Login {
-    /// The org's My Domain URL, where the token endpoint is.
-    pub domain_url: String,
-    pub client_id: String,
-    pub client_secret: String,
-}
-
-#[derive(Clone)]
-struct Session {
-    token: String,
-    instance_url: String,
-}
-
-impl Salesforce {
-    pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
-        let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
-        let collection_path = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
-        Salesforce { client, login, path, collection_path, allocation: Mutex::default(), session: Mutex::new(None) }
-    }
-
-    /// The external ID field's API name (the path's last segment).
-    fn field(&self) -> &str {
-        self.path.rsplit_once('/').map_or("", |(_, field)| field)
-    }
-
-    /// Refuses a call while the org's allocation is at its reserved part ([`limits`]).
-    fn check_allocation(&self) -> Result<(), SinkError> {
-        let allows = self.allocation.lock().map_err(|_| poisoned())?.allows(tokio::time::Instant::now());
-        allows.then_some(()).ok_or(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None })
-    }
-
-    /// Notes an answer's `Sforce-Limit-Info`.
-    fn note_usage(&self, headers: &reqwest::header::HeaderMap) {
-        let usage = headers.get("sforce-limit-info").and_then(|v| v.to_str().ok()).and_then(limits::api_usage);
-        if let (Some(usage), Ok(mut allocation)) = (usage, self.allocation.lock()) {
-            allocation.observe(tokio::time::Instant::now(), usage);
-        }
-    }
-
-    /// A `PATCH` of `body` to `path` (after the instance URL) with the duplicate rule header,
-    /// on the cached session (a new one when `fresh`), once the allocation allows a call; the
-    /// answer's `Sforce-Limit-Info` is noted. The single upsert and the collection both send so.
-    async fn patch(&self, path: &str, body: &serde_json::Value, fresh: bool) -> Result<reqwest::Response, SinkError> {
-        self.check_allocation()?;
-        let session = self.session(fresh).await?;
-        let request = self
-            .client
-            .patch(format!("{}{path}", session.instance_url))
-            .bearer_auth(&session.token)
-            .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
-            .json(body);
-        let response = request.send().await.map_err(|e| transport_error(&e))?;
-        self.note_usage(response.headers());
-        Ok(response)
-    }
-
-    /// The cached session, or a new one from the token endpoint.
-    async fn session(&self, fresh: bool) -> Result<Session, SinkError> {
-        if !fresh {
-            if let Some(session) = self.session.lock().map_err(|_| poisoned())?.clone() {
-                return Ok(session);
-            }
-        }
-        let form = [
-            ("grant_type", "client_credentials"),
-            ("client_id", self.login.client_id.as_str()),
-            ("client_secret", self.login.client_secret.as_str()),
-        ];
-        let url = format!("{}/services/oauth2/token", self.login.domain_url);
-        let response = self.client.post(url).form(&form).send().await.map_err(|e| transport_error(&e))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            // `invalid_client`, `invalid_grant` (400) or 401: the connected app's settings need
-            // a fix; never a reason to fail a lead.
-            if matches!(status, 400 | 401 | 403) {
-                return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
-            }
-            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
-            return Err(classify_status(status, retry_after));
-        }
-        let answer: serde_json::Value = response.json().await.map_err(|e| transport_error(&e))?;
-        let token = answer["access_token"].as_str().filter(|t| !t.is_empty());
-        let Some(token) = token else {
-            return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
-        };
-        let instance_url = answer["instance_url"]
-            .as_str()
-            .filter(|u| crate::config::is_http_url(u))
-            .unwrap_or(&self.login.domain_url)
-            .trim_end_matches('/');
-        let session = Session { token: token.to_owned(), instance_url: instance_url.to_owned() };
-        *self.session.lock().map_err(|_| poisoned())? = Some(session.clone());
-        Ok(session)
-    }
-}
 
 impl Salesforce {
     /// Checks, once at start, that the credentials work and the external ID field exists on
@@ -210,22 +94,6 @@ pub fn check_field(field: &str, description: Option<&serde_json::Value>) -> Resu
     Ok(())
 }
 
-/// An upsert's answer other than 200, 201, 204 and 300 (`field`: the external ID field): its
-/// error codes first
-/// ([`refusals::meaning`]: `Ok` for a converted Lead), then its status ([`classify_status`]: 415
-/// retried as `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx
-/// the lead's).
-pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str, field: &str) -> Result<(), SinkError> {
-    match refusals::meaning(status, &refusals::errors(body), field) {
-        Some(meaning) => meaning.verdict(),
-        None => Err(classify_status(status, retry_after)),
-    }
-}
-
-fn poisoned() -> SinkError {
-    SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None }
-}
-
 impl LeadSink for Salesforce {
     fn batch_size(&self) -> usize {
         batch::BATCH_SIZE
@@ -233,7 +101,7 @@ impl LeadSink for Salesforce {
 
     async fn upsert_batch<'a>(
         &'a self,
-        items: &'a [super::BatchItem<'a>],
+        items: &'a [BatchItem<'a>],
         _deadline: Option<tokio::time::Instant>,
     ) -> Vec<Result<(), SinkError>> {
         self.upsert_collection(items).await
@@ -242,7 +110,7 @@ impl LeadSink for Salesforce {
     fn record_budget(&self) -> std::time::Duration {
         // A token, the upsert, once more both after an expired session, and the upsert again
         // without an email Salesforce refused: five calls.
-        5 * super::http::TIMEOUT + super::RECEIPT_UPDATE_BUDGET
+        5 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
 
     async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {

@@ -8,8 +8,8 @@ use shared::auth::signature_header;
 use shared::lead::Lead;
 use shared::secret::SigningSecret;
 
+use super::contract::{LeadSink, SinkError};
 use super::http::send;
-use super::{LeadSink, SinkError};
 
 /// POSTs leads to one URL.
 pub struct Webhook {

@@ -36,8 +36,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{form_decode, percent_decode};
-use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
+use crate::stub_http::{form_decode, percent_decode, FailNext, StubRequest, StubResponse, StubServer};
 
 pub struct SalesforceStandIn {
     pub server: StubServer,

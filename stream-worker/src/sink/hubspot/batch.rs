@@ -1,4 +1,4 @@
-//! HubSpot's batch calls for up to [`super::BATCH_SIZE`] leads at once: read the tickets by the
+//! HubSpot's batch calls for up to [`super::api::BATCH_SIZE`] leads at once: read the tickets by the
 //! unique property, read the found tickets' contacts, upsert the contacts (one input per
 //! person), upsert the new tickets, associate. Every answer is matched to its input by ID
 //! values (an input's `objectWriteTraceId` is its ID), never by position. A batch HubSpot
@@ -12,9 +12,9 @@ use std::pin::Pin;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::{association_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT};
+use super::api::{association_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT};
+use crate::sink::contract::{SinkError, RECEIPT_UPDATE_BUDGET};
 use crate::sink::http::{classify_status, transport_error};
-use crate::sink::SinkError;
 
 /// A call's answer: status, `Retry-After`, body.
 pub(super) struct Answer {
@@ -227,7 +227,7 @@ impl HubSpot {
 
 /// Whether one more call (at its timeout) and the receipts' update still fit before `deadline`.
 fn time_for_a_call(deadline: Option<Instant>) -> bool {
-    let needed = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+    let needed = crate::sink::http::TIMEOUT + RECEIPT_UPDATE_BUDGET;
     deadline.is_none_or(|deadline| Instant::now() + needed <= deadline)
 }
 
@@ -301,7 +301,7 @@ mod tests {
         assert!(is_config_error(&json!({"errors": [{"code": "PROPERTY_DOESNT_EXIST"}]})));
         assert!(!is_config_error(&json!({"errors": [{"code": "INVALID_EMAIL"}]})));
         assert!(time_for_a_call(None));
-        let needed = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+        let needed = crate::sink::http::TIMEOUT + RECEIPT_UPDATE_BUDGET;
         let now = Instant::now();
         assert!(time_for_a_call(Some(now + needed + std::time::Duration::from_secs(1))));
         assert!(!time_for_a_call(Some(now + needed - std::time::Duration::from_secs(1))));

@@ -39,7 +39,9 @@ pub const MAX_UNTIMED_WAIT: Duration = Duration::from_secs(30);
 /// wait must be at most [`MAX_UNTIMED_WAIT`].
 pub fn wait_fits(wait: Duration, now: Instant, deadline: Option<Instant>) -> bool {
     match deadline {
-        Some(deadline) => now + wait + crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET <= deadline,
+        Some(deadline) => {
+            now + wait + crate::sink::http::TIMEOUT + crate::sink::contract::RECEIPT_UPDATE_BUDGET <= deadline
+        }
         None => wait <= MAX_UNTIMED_WAIT,
     }
 }
@@ -274,7 +276,7 @@ mod tests {
     #[test]
     fn a_wait_is_waited_only_when_it_and_a_call_fit_before_the_deadline() {
         let now = Instant::now();
-        let call = crate::sink::http::TIMEOUT + crate::sink::RECEIPT_UPDATE_BUDGET;
+        let call = crate::sink::http::TIMEOUT + crate::sink::contract::RECEIPT_UPDATE_BUDGET;
         let wait = Duration::from_secs(5);
         assert!(wait_fits(wait, now, Some(now + wait + call)), "ending exactly at the deadline");
         assert!(!wait_fits(wait, now, Some(now + wait + call - Duration::from_millis(1))));

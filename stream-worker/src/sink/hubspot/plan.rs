@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use shared::lead::Lead;
 
+use super::api::{contact_input, ticket_properties, CONTACT_CONFLICT, MAX_PROPERTY_CHARS};
 use super::batch::{Found, Written};
-use super::{contact_input, ticket_properties, MAX_PROPERTY_CHARS};
-use crate::sink::{fit, SinkError};
+use crate::sink::contract::{fit, SinkError};
 
 /// A ticket answered under another case of its value (or a batch naming one ID in two cases):
 /// another submission's (HubSpot does not document whether unique values compare without
@@ -59,7 +59,7 @@ pub(super) fn people<'a>(leads: impl Iterator<Item = &'a Lead>) -> BTreeMap<Stri
 /// The contacts' inputs whose answer was a conflict (a race with a concurrent create: tried
 /// once more at once).
 pub(super) fn conflicts(written: &[Written]) -> Vec<usize> {
-    (0..written.len()).filter(|&i| written[i] == Err(super::CONTACT_CONFLICT)).collect()
+    (0..written.len()).filter(|&i| written[i] == Err(CONTACT_CONFLICT)).collect()
 }
 
 /// Each person's contact from its input's answer: the contact's ID, `None` when HubSpot refuses
@@ -144,9 +144,9 @@ mod tests {
     #[test]
     fn a_conflict_is_tried_again_and_a_refusal_gives_the_contact_up() {
         let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
-        let written = vec![Ok("7".to_owned()), Err(super::super::CONTACT_CONFLICT), Err(unavailable)];
+        let written = vec![Ok("7".to_owned()), Err(CONTACT_CONFLICT), Err(unavailable)];
         assert_eq!(conflicts(&written), [1]);
-        let conflict = Err(super::super::CONTACT_CONFLICT);
+        let conflict = Err(CONTACT_CONFLICT);
         assert_eq!(conflicts(&[conflict.clone(), Ok("1".to_owned()), conflict]), [0, 2]);
         let people = ["a", "b", "c"].map(String::from);
         let results = contact_results(people.into_iter(), written);

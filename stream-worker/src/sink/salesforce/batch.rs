@@ -10,10 +10,11 @@
 use serde_json::{json, Value};
 use shared::lead::Lead;
 
+use super::api::{classify_answer, Salesforce};
+use super::lead::{self, external_id, fields};
 use super::refusals::{self, Refusal};
-use super::{classify_answer, external_id, fields, lead, Salesforce};
+use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
-use crate::sink::{BatchItem, SinkError};
 
 /// Records per collection call: Salesforce takes up to 200.
 pub const BATCH_SIZE: usize = 200;

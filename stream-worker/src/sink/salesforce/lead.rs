@@ -5,7 +5,7 @@
 use serde_json::json;
 use shared::lead::Lead;
 
-use crate::sink::fit_utf16;
+use crate::sink::contract::fit_utf16;
 
 /// What Salesforce requires on a Lead when the form did not supply it.
 pub const NOT_PROVIDED: &str = "[not provided]";

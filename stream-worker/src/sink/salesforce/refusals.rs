@@ -5,7 +5,7 @@
 //! (developer.salesforce.com, REST API "Status Codes and Error Responses"; the codes are SOAP
 //! API's `StatusCode` values). Only codes are read, never messages, which repeat the input.
 
-use crate::sink::SinkError;
+use crate::sink::contract::SinkError;
 
 /// What a refusal's error code means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,188 @@
+//! The sink contract: what every sink keeps. One trait ([`LeadSink`]), one error type
+//! ([`SinkError`]), a batch's item, the budgets a record and a batch are given, and the field
+//! fitting the CRMs need. Below every sink; nothing here knows one.
+
+use std::future::Future;
+use std::time::Duration;
+
+use shared::lead::Lead;
+use tokio::time::Instant;
+
+/// The longest one call to an HTTP sink may take: its client's timeout
+/// ([`crate::sink::http::client`]), from which record and batch budgets are computed.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a sink did not take a lead. Whether to retry is decided by the variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SinkError {
+    /// It may work later (429, 5xx, timeouts, lost connections): stop the batch here and retry.
+    /// `retry_after` is the sink's own hint, when it gave one.
+    Retryable { reason: &'static str, retry_after: Option<Duration> },
+    /// It will never work for this lead (the sink refused its content): mark the receipt
+    /// `FAILED` with `reason` and go on.
+    Permanent { reason: &'static str },
+}
+
+/// Records processed at the same time, at most (records of one receipt never are): the sink
+/// contract's ceiling on [`LeadSink::concurrency`].
+pub const MAX_CONCURRENT_RECORDS: usize = 10;
+
+/// One lead of a batch, with its receipt's `pk`.
+#[derive(Clone, Copy)]
+pub struct BatchItem<'a> {
+    pub lead: &'a Lead,
+    pub receipt_key: &'a str,
+}
+
+/// A place leads are upserted into, keyed by the submission ID.
+pub trait LeadSink {
+    /// Creates or updates the lead whose key is `lead.external_id`; `receipt_key` is the
+    /// receipt's `pk`, for sinks that take an idempotency key.
+    fn upsert(&self, lead: &Lead, receipt_key: &str) -> impl Future<Output = Result<(), SinkError>> + Send;
+
+    /// How many leads one [`LeadSink::upsert_batch`] takes. 1 (the default): the sink writes
+    /// one lead per call, and the handler runs records one by one, several receipts at once.
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// Upserts `items` (at most [`LeadSink::batch_size`], each naming another receipt) in as
+    /// few calls as the sink allows: one result per item, in the items' order, each decided by
+    /// that item's own answer. `deadline` is the invocation's end: a sink that paces itself
+    /// waits only when the wait and then the batch fit before it. The default: one
+    /// [`LeadSink::upsert`] after another.
+    fn upsert_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem<'a>],
+        deadline: Option<Instant>,
+    ) -> impl Future<Output = Vec<Result<(), SinkError>>> + Send + 'a
+    where
+        Self: Sync,
+    {
+        let _ = deadline;
+        async move {
+            let mut results = Vec::with_capacity(items.len());
+            for item in items {
+                results.push(self.upsert(item.lead, item.receipt_key).await);
+            }
+            results
+        }
+    }
+
+    /// The longest one [`LeadSink::upsert_batch`] can take, the receipts' updates after it
+    /// included. The handler starts a batch (but the invocation's first) only when this much
+    /// time is left.
+    fn batch_budget(&self) -> Duration {
+        self.record_budget()
+    }
+
+    /// The longest one record can take with this sink: one call at its timeout, the receipt
+    /// update, and a margin. The handler starts a record only when this much time is left.
+    fn record_budget(&self) -> Duration {
+        CALL_TIMEOUT + RECEIPT_UPDATE_BUDGET
+    }
+
+    /// How many records the sink takes at the same time (the handler caps it at
+    /// [`MAX_CONCURRENT_RECORDS`]).
+    fn concurrency(&self) -> usize {
+        MAX_CONCURRENT_RECORDS
+    }
+}
+
+/// The longest one DynamoDB call may take (the SDK's operation timeout, set in `main`).
+pub const DYNAMODB_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time allowed for the store's part of a record, margin included: a read by key (for a record
+/// without an image) and the receipt update.
+pub const RECEIPT_UPDATE_BUDGET: Duration = Duration::from_secs(11);
+
+/// `text` cut to at most `max` characters (ending in `…` when cut): CRM fields have documented
+/// length limits, and a value over one refuses the whole record, which would turn a lead whose
+/// only fault is a long message into a `FAILED` one.
+pub fn fit(text: &str, max: usize) -> String {
+    fit_measured(text, max, |_| 1)
+}
+
+/// [`fit`] in UTF-16 code units, the unit Salesforce (Apex and Java strings) counts a Text
+/// field's length in: an emoji outside the Basic Multilingual Plane is two. A surrogate pair is
+/// never cut: a character that does not fit whole is left out whole.
+pub fn fit_utf16(text: &str, max: usize) -> String {
+    fit_measured(text, max, char::len_utf16)
+}
+
+/// `text` whole when its characters' sizes add up to at most `max`; else the longest prefix of
+/// whole characters that leaves room for `…` (one unit in both measures), then `…`.
+fn fit_measured(text: &str, max: usize, size: fn(char) -> usize) -> String {
+    if text.chars().map(size).sum::<usize>() <= max {
+        return text.to_owned();
+    }
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += size(c);
+        if used > max.saturating_sub(1) {
+            break;
+        }
+        cut.push(c);
+    }
+    if max > 0 {
+        cut.push('…');
+    }
+    cut
+}
+
+/// Why a sink's configuration check did not pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// The sink answered, and the configuration cannot work: refuse to start; the text says
+    /// what to fix.
+    Wrong(String),
+    /// The sink could not be asked (down, throttled, slow): start anyway, and say so.
+    Unreachable(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink with the default budget: one HTTP call (the webhook's case).
+    struct OneCall;
+
+    impl LeadSink for OneCall {
+        async fn upsert(&self, _lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_records_budget_is_its_calls_at_their_timeouts_and_the_store_update() {
+        // README: one call of 10 s and 11 s for the store; the function's timeout covers it.
+        assert_eq!(OneCall.record_budget(), Duration::from_secs(21));
+        assert_eq!(RECEIPT_UPDATE_BUDGET, Duration::from_secs(11));
+        assert!(RECEIPT_UPDATE_BUDGET > 2 * DYNAMODB_OPERATION_TIMEOUT, "a read and the update, with a margin");
+    }
+
+    #[test]
+    fn fit_cuts_by_characters_and_marks_the_cut() {
+        assert_eq!(fit("ab", 2), "ab");
+        assert_eq!(fit("abc", 2), "a…");
+        assert_eq!(fit("ééé", 3), "ééé", "characters, not bytes");
+        assert_eq!(fit("", 0), "");
+        assert_eq!(fit("a", 0), "", "nothing fits in nothing, not even the mark");
+        assert_eq!(fit("a", 1), "a");
+        assert_eq!(fit("ab", 1), "…");
+    }
+
+    #[test]
+    fn fit_utf16_counts_code_units_and_never_splits_a_pair() {
+        // 30 emoji are 30 characters and 60 UTF-16 code units: over a 40-unit field.
+        let emoji = "😀".repeat(30);
+        let cut = fit_utf16(&emoji, 40);
+        assert_eq!(cut.encode_utf16().count(), 39, "19 pairs and the mark: a 20th pair would pass 40");
+        assert_eq!(cut, format!("{}…", "😀".repeat(19)));
+        assert_eq!(fit_utf16(&"😀".repeat(20), 40), "😀".repeat(20), "exactly 40 units fits whole");
+        assert_eq!(fit_utf16("a😀", 2), "a…", "the pair does not fit beside the mark");
+        assert_eq!(fit_utf16("ééé", 3), "ééé", "one unit each");
+        assert_eq!(fit("😀😀😀", 2), "😀…", "fit still counts characters");
+    }
+}

@@ -1,0 +1,336 @@
+//! The HubSpot portal as the sink reaches it, and what HubSpot's answers mean: the client and
+//! its pacing, each input's properties, and the classification of refusals and conflicts.
+//! Below the batch calls ([`super::batch`]), the plan ([`super::plan`]) and the sink.
+
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+use shared::lead::Lead;
+use tokio::time::Instant;
+
+use super::pace::{self, Hold, Pacer};
+use crate::sink::contract::{fit, SinkError};
+use crate::sink::http::classify_status;
+
+/// Leads per batch call: HubSpot's batch endpoints take 100 inputs.
+pub const BATCH_SIZE: usize = 100;
+
+/// A HubSpot portal reached with a private app token.
+pub struct HubSpot {
+    pub(super) client: reqwest::Client,
+    pub(super) base_url: String,
+    pub(super) token: String,
+    pub(super) id_property: String,
+    pub(super) pipeline: String,
+    pub(super) stage: String,
+    /// The rate-limit window as the answers so far describe it.
+    pub(super) pacer: Mutex<Pacer>,
+}
+
+/// Where tickets go: the pipeline and its stage for a new submission.
+pub struct TicketPipeline {
+    pub pipeline: String,
+    pub stage: String,
+}
+
+impl HubSpot {
+    pub fn new(
+        client: reqwest::Client,
+        base_url: &str,
+        token: &str,
+        id_property: &str,
+        tickets: TicketPipeline,
+    ) -> HubSpot {
+        HubSpot {
+            client,
+            base_url: base_url.to_owned(),
+            token: token.to_owned(),
+            id_property: id_property.to_owned(),
+            pipeline: tickets.pipeline,
+            stage: tickets.stage,
+            pacer: Mutex::new(Pacer::default()),
+        }
+    }
+}
+
+/// An association call's failure: a refusal HubSpot would call permanent is retried as
+/// `sink_association_failed` (the ticket and contact exist; a lead without its contact is not
+/// done), and a retryable one stays as it is.
+pub fn association_error(error: SinkError) -> SinkError {
+    match error {
+        SinkError::Permanent { .. } => SinkError::Retryable { reason: "sink_association_failed", retry_after: None },
+        retryable => retryable,
+    }
+}
+
+/// A 409 on the contact upsert: see [`classify_upsert_answer`].
+pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
+
+/// A batch upsert's answer other than 200, 201 and 207 (each input's result is read from
+/// those: `batch::written`), for `object` (`contacts` or `tickets`):
+/// - 400: its error decides ([`classify_error`]);
+/// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
+///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
+///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
+///   then: the upsert tries the contact once more at once (a race with a concurrent create ends
+///   there), then gives the contact up and still writes the ticket, so a standing conflict never
+///   holds the shard;
+/// - anything else by its status ([`classify_status`]; 409 on a ticket stays retryable, as
+///   HubSpot documents no conflict for an upsert by a unique property).
+pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
+    match status {
+        400 => classify_error(answer),
+        409 if object == "contacts" => CONTACT_CONFLICT,
+        status => classify_status(status, retry_after),
+    }
+}
+
+/// HubSpot error codes that mean the portal's configuration, not the input: a property that
+/// does not exist, or an `idProperty` that is not a unique property.
+const CONFIG_ERROR_CODES: [&str; 2] = ["PROPERTY_DOESNT_EXIST", "INVALID_ID_PROPERTY"];
+
+/// Properties the portal's configuration sets (a wrong pipeline or stage is not the lead's).
+const CONFIG_PROPERTIES: [&str; 2] = ["hs_pipeline", "hs_pipeline_stage"];
+
+/// A HubSpot error body (or a 207's per-input error): an error whose code names the portal's
+/// configuration, or that names the configured pipeline or stage, is retried and loud;
+/// anything else about the input is this lead's, `FAILED`. Codes and property names are read
+/// from `errors[].code` and `context.propertyName`, and from the verdicts HubSpot embeds in a
+/// validation error's message ([`property_verdicts`]); never the messages' text, which repeats
+/// the input (a form's email could otherwise pass for a configuration fault and hold the shard).
+pub fn classify_error(error: &Value) -> SinkError {
+    let entries: Vec<&Value> = error["errors"].as_array().into_iter().flatten().chain([error]).collect();
+    let config = entries.iter().any(|e| {
+        let code = e["code"].as_str().is_some_and(|c| CONFIG_ERROR_CODES.contains(&c));
+        let names = e["context"]["propertyName"].as_array().into_iter().flatten().filter_map(Value::as_str);
+        let embedded = property_verdicts(e).into_iter().any(|(error, name)| {
+            CONFIG_ERROR_CODES.contains(&error.as_str()) || CONFIG_PROPERTIES.contains(&name.as_str())
+        });
+        code || embedded || names.into_iter().any(|n| CONFIG_PROPERTIES.contains(&n))
+    });
+    if config {
+        return SinkError::Retryable { reason: "sink_config_invalid", retry_after: None };
+    }
+    SinkError::Permanent { reason: "sink_rejected" }
+}
+
+/// The properties' verdicts HubSpot puts in a validation error's message ("Using object APIs":
+/// `Property values were not valid: [{"isValid":false,"message":"…","error":"INVALID_OPTION",
+/// "name":"hs_pipeline_stage"}]`): each one's `error` code and property `name`. Only a message
+/// that starts with that sentence is read, and only those two fields: the array is JSON, so
+/// text a visitor typed stays inside its own `message` string.
+pub fn property_verdicts(error: &Value) -> Vec<(String, String)> {
+    let message = error["message"].as_str().unwrap_or_default();
+    let Some(array) = message.strip_prefix("Property values were not valid: ") else { return Vec::new() };
+    let Ok(Value::Array(verdicts)) = serde_json::from_str::<Value>(array) else { return Vec::new() };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    verdicts.iter().map(|v| (text(&v["error"]), text(&v["name"]))).collect()
+}
+
+/// The longest value of a HubSpot string property, in characters.
+pub const MAX_PROPERTY_CHARS: usize = 65_536;
+
+/// The contact's properties: the email, trimmed, and the name split into first and last at the
+/// first space. Empty values are left out: HubSpot clears a property given an empty string, and
+/// a second submission without a last name must not erase the one the contact has.
+///
+/// The email is also the upsert's `id`: `properties.email` is the same trimmed text as
+/// [`contact_input`]'s ID, never cut (HubSpot's docs put the value in `id` only; a different
+/// `properties.email` would change the contact's email). An email too long for a property is
+/// refused as an input, which costs the contact only.
+pub fn contact_properties(lead: &Lead) -> Value {
+    let (first, last) = lead.name.split_once(' ').unwrap_or((lead.name.as_str(), ""));
+    let mut properties = serde_json::Map::new();
+    let email = lead.email.trim();
+    if !email.is_empty() {
+        properties.insert(String::from("email"), Value::String(email.to_owned()));
+    }
+    for (name, value) in [("firstname", first), ("lastname", last)] {
+        if !value.is_empty() {
+            properties.insert(name.to_owned(), Value::String(fit(value, MAX_PROPERTY_CHARS)));
+        }
+    }
+    Value::Object(properties)
+}
+
+/// The contact's upsert input: its ID (the email, trimmed) and its properties, whose `email`
+/// is that same text. `None` when the form gave no email.
+pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
+    let email = lead.email.trim();
+    (!email.is_empty()).then(|| (email, contact_properties(lead)))
+}
+
+/// The ticket's properties: the submission ID, a subject, the message, the pipeline.
+pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: &str) -> Value {
+    let who = if lead.name.is_empty() { lead.email.as_str() } else { lead.name.as_str() };
+    let subject = if who.is_empty() { String::from("Form submission") } else { format!("Form submission from {who}") };
+    json!({
+        id_property: lead.external_id,
+        "subject": fit(&subject, MAX_PROPERTY_CHARS),
+        "content": fit(&lead.message, MAX_PROPERTY_CHARS),
+        "hs_pipeline": pipeline,
+        "hs_pipeline_stage": stage,
+    })
+}
+
+impl HubSpot {
+    /// Holds a call until the rate-limit window has room for it, while the wait fits
+    /// ([`pace::wait_fits`]); a wait that does not is not waited: `sink_paced`, with the wait as
+    /// the pause, and the handler hands the records back. A used-up day is `sink_daily_limit`.
+    pub(super) async fn pace(&self, deadline: Option<Instant>) -> Result<(), SinkError> {
+        loop {
+            let hold = self.pacer.lock().map_err(|_| PACER_POISONED)?.try_send(Instant::now());
+            match hold {
+                Ok(()) => return Ok(()),
+                Err(Hold::DayUsedUp) => {
+                    return Err(SinkError::Retryable { reason: "sink_daily_limit", retry_after: None })
+                }
+                Err(Hold::Wait(wait)) if pace::wait_fits(wait, Instant::now(), deadline) => {
+                    tokio::time::sleep(wait).await;
+                }
+                Err(Hold::Wait(wait)) => {
+                    return Err(SinkError::Retryable { reason: "sink_paced", retry_after: Some(wait) })
+                }
+            }
+        }
+    }
+
+    /// Notes an answer's rate-limit headers.
+    pub(super) fn observe(&self, limits: pace::Limits) {
+        if let Ok(mut pacer) = self.pacer.lock() {
+            pacer.observe(Instant::now(), limits);
+        }
+    }
+}
+
+const PACER_POISONED: SinkError = SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_association_is_retried_never_given_up() {
+        let retried = SinkError::Retryable { reason: "sink_association_failed", retry_after: None };
+        assert_eq!(association_error(SinkError::Permanent { reason: "sink_rejected" }), retried);
+        let throttled =
+            SinkError::Retryable { reason: "sink_rate_limited", retry_after: Some(std::time::Duration::from_secs(10)) };
+        assert_eq!(association_error(throttled), throttled, "a retryable failure keeps its reason and pause");
+    }
+
+    #[test]
+    fn only_error_codes_decide_never_messages() {
+        let config = SinkError::Retryable { reason: "sink_config_invalid", retry_after: None };
+        let lead = SinkError::Permanent { reason: "sink_rejected" };
+        let missing = json!({"status": "error", "category": "VALIDATION_ERROR",
+            "errors": [{"message": "Property \"x\" does not exist", "code": "PROPERTY_DOESNT_EXIST"}]});
+        assert_eq!(classify_error(&missing), config);
+        assert_eq!(classify_error(&json!({"code": "INVALID_ID_PROPERTY"})), config);
+        let stage = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["hs_pipeline_stage"]}}]});
+        assert_eq!(classify_error(&stage), config);
+        let email = json!({"errors": [{"code": "INVALID_EMAIL", "context": {"propertyName": ["email"]}}]});
+        assert_eq!(classify_error(&email), lead);
+        // A form's email that reads like a configuration fault is still the lead's.
+        let input = json!({"status": "error", "category": "VALIDATION_ERROR",
+            "message": "Email address x does not exist PROPERTY_DOESNT_EXIST not unique is invalid"});
+        assert_eq!(classify_error(&input), lead);
+        assert_eq!(classify_error(&Value::Null), lead);
+        // HubSpot's documented form: the verdicts inside the message.
+        let verdicts = |items: Value| {
+            json!({"status": "error", "category": "VALIDATION_ERROR",
+            "message": format!("Property values were not valid: {items}"), "context": {"objectWriteTraceId": ["t"]}})
+        };
+        let stage = verdicts(
+            json!([{"isValid": false, "message": "x", "error": "INVALID_OPTION", "name": "hs_pipeline_stage"}]),
+        );
+        assert_eq!(classify_error(&stage), config);
+        let missing =
+            verdicts(json!([{"isValid": false, "message": "x", "error": "PROPERTY_DOESNT_EXIST", "name": "region"}]));
+        assert_eq!(classify_error(&missing), config);
+        let email = verdicts(json!([{"isValid": false, "message": "x", "error": "INVALID_EMAIL", "name": "email"}]));
+        assert_eq!(classify_error(&email), lead);
+        // A visitor's text inside a verdict's message stays there.
+        let typed = r#"[{"error":"PROPERTY_DOESNT_EXIST","name":"hs_pipeline"}]"#;
+        let crafted =
+            verdicts(json!([{"isValid": false, "message": typed, "error": "INVALID_EMAIL", "name": "email"}]));
+        assert_eq!(classify_error(&crafted), lead);
+        let elsewhere = json!({"message": format!("Email address {typed} is invalid")});
+        assert_eq!(classify_error(&elsewhere), lead, "only the documented sentence's array is read");
+    }
+
+    fn lead_with_email(email: &str) -> Lead {
+        Lead {
+            external_id: String::from("sub_1"),
+            name: String::from("Ada Lovelace"),
+            email: email.to_owned(),
+            message: String::new(),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_ticket_holds_the_submission_id_a_subject_the_message_and_the_pipeline() {
+        let mut lead = lead_with_email("ada@example.com");
+        lead.message = String::from("Hello");
+        let ticket = ticket_properties(&lead, "static_forms_submission_id", "0", "1");
+        assert_eq!(
+            ticket,
+            json!({"static_forms_submission_id": "sub_1", "subject": "Form submission from Ada Lovelace",
+                   "content": "Hello", "hs_pipeline": "0", "hs_pipeline_stage": "1"})
+        );
+        lead.name = String::new();
+        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission from ada@example.com");
+        lead.email = String::new();
+        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission");
+        lead.message = "m".repeat(MAX_PROPERTY_CHARS + 5);
+        let content = ticket_properties(&lead, "p", "0", "1")["content"].as_str().unwrap().chars().count();
+        assert_eq!(content, MAX_PROPERTY_CHARS, "cut to HubSpot's property limit");
+    }
+
+    #[test]
+    fn the_contact_id_and_its_email_property_are_the_same_trimmed_text() {
+        for email in ["ada@example.com", "  ada@example.com", "ada@example.com \t\n", " ada@example.com "] {
+            let lead = lead_with_email(email);
+            let (id, properties) = contact_input(&lead).unwrap();
+            assert_eq!(id, "ada@example.com", "{email:?}");
+            assert_eq!(properties["email"], id, "{email:?}");
+            assert_eq!(properties["firstname"], "Ada");
+        }
+        // Never cut apart from the ID, however long.
+        let long = format!(" {}@example.com ", "a".repeat(MAX_PROPERTY_CHARS));
+        let lead = lead_with_email(&long);
+        let (id, properties) = contact_input(&lead).unwrap();
+        assert_eq!((properties["email"].as_str(), id), (Some(long.trim()), long.trim()));
+        // No email (or only spaces): no contact.
+        assert_eq!(contact_input(&lead_with_email(" \t ")), None);
+        assert_eq!(contact_properties(&lead_with_email(" ")).get("email"), None);
+    }
+
+    #[test]
+    fn a_conflict_on_the_contact_is_permanent_and_anything_else_by_its_status() {
+        let conflict = json!({"status": "error", "category": "CONFLICT", "message": "Contact already exists."});
+        assert_eq!(
+            classify_upsert_answer("contacts", 409, &conflict, None),
+            SinkError::Permanent { reason: "sink_contact_conflict" }
+        );
+        assert_eq!(
+            classify_upsert_answer("tickets", 409, &conflict, None),
+            SinkError::Retryable { reason: "sink_unavailable", retry_after: None }
+        );
+        let missing = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]});
+        assert_eq!(
+            classify_upsert_answer("tickets", 400, &missing, None),
+            SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
+        );
+        for status in [429, 500, 502, 503, 504] {
+            assert_eq!(
+                classify_upsert_answer("contacts", status, &Value::Null, Some("2")),
+                SinkError::Retryable {
+                    reason: "sink_unavailable",
+                    retry_after: Some(std::time::Duration::from_secs(2))
+                },
+                "{status}"
+            );
+        }
+    }
+}

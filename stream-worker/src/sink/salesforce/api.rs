@@ -1,0 +1,145 @@
+//! The Salesforce org as the sink reaches it: the client, its session (a token per client
+//! credentials login), the API allocation it keeps within, the one PATCH every upsert sends,
+//! and what an upsert's answer means. Below the collections ([`super::batch`]) and the sink.
+
+use std::sync::Mutex;
+
+use super::{limits, refusals};
+use crate::sink::contract::SinkError;
+use crate::sink::http::{classify_status, transport_error};
+
+/// The header that saves a Lead past duplicate rules whose action is Alert (Salesforce REST
+/// API, "Duplicate Rule Header"; `allowSave` is false when the header is absent).
+pub const DUPLICATE_RULE_HEADER: (&str, &str) = ("Sforce-Duplicate-Rule-Header", "allowSave=true");
+
+/// A Salesforce org reached through a connected app's client credentials.
+pub struct Salesforce {
+    pub(super) client: reqwest::Client,
+    pub(super) login: Login,
+    /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL.
+    pub(super) path: String,
+    /// `/services/data/vNN.N/composite/sobjects/Lead/<field>`: sObject Collections.
+    pub(super) collection_path: String,
+    /// The org's API allocation as the answers so far describe it.
+    pub(super) allocation: Mutex<limits::Allocation>,
+    /// The current access token and the instance URL it is for.
+    pub(super) session: Mutex<Option<Session>>,
+}
+
+/// What the token request needs.
+pub struct Login {
+    /// The org's My Domain URL, where the token endpoint is.
+    pub domain_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+#[derive(Clone)]
+pub(super) struct Session {
+    pub(super) token: String,
+    pub(super) instance_url: String,
+}
+
+impl Salesforce {
+    pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
+        let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
+        let collection_path = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
+        Salesforce { client, login, path, collection_path, allocation: Mutex::default(), session: Mutex::new(None) }
+    }
+
+    /// The external ID field's API name (the path's last segment).
+    pub(super) fn field(&self) -> &str {
+        self.path.rsplit_once('/').map_or("", |(_, field)| field)
+    }
+
+    /// Refuses a call while the org's allocation is at its reserved part ([`limits`]).
+    pub(super) fn check_allocation(&self) -> Result<(), SinkError> {
+        let allows = self.allocation.lock().map_err(|_| poisoned())?.allows(tokio::time::Instant::now());
+        allows.then_some(()).ok_or(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None })
+    }
+
+    /// Notes an answer's `Sforce-Limit-Info`.
+    pub(super) fn note_usage(&self, headers: &reqwest::header::HeaderMap) {
+        let usage = headers.get("sforce-limit-info").and_then(|v| v.to_str().ok()).and_then(limits::api_usage);
+        if let (Some(usage), Ok(mut allocation)) = (usage, self.allocation.lock()) {
+            allocation.observe(tokio::time::Instant::now(), usage);
+        }
+    }
+
+    /// A `PATCH` of `body` to `path` (after the instance URL) with the duplicate rule header,
+    /// on the cached session (a new one when `fresh`), once the allocation allows a call; the
+    /// answer's `Sforce-Limit-Info` is noted. The single upsert and the collection both send so.
+    pub(super) async fn patch(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        fresh: bool,
+    ) -> Result<reqwest::Response, SinkError> {
+        self.check_allocation()?;
+        let session = self.session(fresh).await?;
+        let request = self
+            .client
+            .patch(format!("{}{path}", session.instance_url))
+            .bearer_auth(&session.token)
+            .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
+            .json(body);
+        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        self.note_usage(response.headers());
+        Ok(response)
+    }
+
+    /// The cached session, or a new one from the token endpoint.
+    pub(super) async fn session(&self, fresh: bool) -> Result<Session, SinkError> {
+        if !fresh {
+            if let Some(session) = self.session.lock().map_err(|_| poisoned())?.clone() {
+                return Ok(session);
+            }
+        }
+        let form = [
+            ("grant_type", "client_credentials"),
+            ("client_id", self.login.client_id.as_str()),
+            ("client_secret", self.login.client_secret.as_str()),
+        ];
+        let url = format!("{}/services/oauth2/token", self.login.domain_url);
+        let response = self.client.post(url).form(&form).send().await.map_err(|e| transport_error(&e))?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            // `invalid_client`, `invalid_grant` (400) or 401: the connected app's settings need
+            // a fix; never a reason to fail a lead.
+            if matches!(status, 400 | 401 | 403) {
+                return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
+            }
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok());
+            return Err(classify_status(status, retry_after));
+        }
+        let answer: serde_json::Value = response.json().await.map_err(|e| transport_error(&e))?;
+        let token = answer["access_token"].as_str().filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            return Err(SinkError::Retryable { reason: "sink_login_refused", retry_after: None });
+        };
+        let instance_url = answer["instance_url"]
+            .as_str()
+            .filter(|u| crate::config::is_http_url(u))
+            .unwrap_or(&self.login.domain_url)
+            .trim_end_matches('/');
+        let session = Session { token: token.to_owned(), instance_url: instance_url.to_owned() };
+        *self.session.lock().map_err(|_| poisoned())? = Some(session.clone());
+        Ok(session)
+    }
+}
+
+/// An upsert's answer other than 200, 201, 204 and 300 (`field`: the external ID field): its
+/// error codes first
+/// ([`refusals::meaning`]: `Ok` for a converted Lead), then its status ([`classify_status`]: 415
+/// retried as `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx
+/// the lead's).
+pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str, field: &str) -> Result<(), SinkError> {
+    match refusals::meaning(status, &refusals::errors(body), field) {
+        Some(meaning) => meaning.verdict(),
+        None => Err(classify_status(status, retry_after)),
+    }
+}
+
+pub(super) fn poisoned() -> SinkError {
+    SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None }
+}
