@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make test` and `make dev`. See README.md.
-.PHONY: setup test dev demo build-edge no-std browser-test mutants bench size fuzz soak capacity deploy-aws deploy-edge
+.PHONY: setup test check dev demo build-edge no-std browser-test mutants bench size fuzz soak capacity deploy-aws deploy-edge
 
 # Installs what the tests need (pinned, idempotent; quick when everything is present).
 setup:
@@ -9,6 +9,11 @@ setup:
 # tests (with the integration suite against workerd and ministack), and the browser tests.
 test: setup
 	scripts/test.sh
+
+# The inner loop for contributors: fmt, the layers, clippy and the unit and property tests of the
+# crates a change touches (CRATES="shared stream-worker" names them). make test is the gate.
+check:
+	scripts/check.sh
 
 # shared built without std for the Worker's target and for a target with no operating system:
 # no I/O, no clock, no environment and no randomness can be reached from it (make test runs it).

@@ -37,7 +37,7 @@ SINKS = [
          "your receiver's rate (assumed 1,000/s)", "scale the receiver; the stream worker sends one request per lead"),
     Sink("postgres", int(v("worker_lanes")), 1, v("postgres_statement_ms"), math.inf,
          "max_connections", "a connection pooler (RDS Proxy, PgBouncer) or a lower ParallelizationFactor",
-         connections=True),
+         connections=True, batch_max=int(v("sql_batch_max"))),
     Sink("hubspot", 1, int(v("hubspot_calls_per_batch")), v("hubspot_call_ms"), v("hubspot_calls_per_10s") / 10,
          "HubSpot 100 calls/10 s and 250,000/day (Free/Starter)",
          "a higher tier or the API limit add-on (calls counted at full batches: 4 carry 100 leads; a longer "

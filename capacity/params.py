@@ -123,7 +123,9 @@ FIGURES = {
     "salesforce_call_ms": F(200, "ms", "assumed", "Salesforce REST latency"),
     "postgres_max_connections": F(97, "connections", "documented", PG_CONNECTIONS,
                                   "default 100, less 3 reserved for superusers"),
-    "postgres_statement_ms": F(2, "ms", "assumed", "one upsert, pipelined on the invocation's connection"),
+    "postgres_statement_ms": F(2, "ms", "assumed", "one statement of up to 25 leads' upserts"),
+    "sql_batch_max": F(25, "leads/statement", "ours", "stream-worker/src/sink/sql.rs",
+                       "a quarter of a stream batch: one batch's receipt updates overlap the next statement"),
     "webhook_call_ms": F(50, "ms", "assumed", "your receiver's latency"),
     "webhook_rate_per_s": F(1_000, "requests/s", "assumed", "your receiver's limit"),
     # Operations.

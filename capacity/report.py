@@ -153,14 +153,15 @@ def render(seed=7):
               "", "Leads per second each sink sustains (stream worker or sink limit, whichever is lower), "
               "at 1 delivery/s (4 shards) and ParallelizationFactor 1: " +
               ", ".join(f"{s.name} {number(model.capacity(s), 1)}" for s in model.SINKS) + ".", "",
-              "The CRM sinks take a stream batch's leads in batch calls (HubSpot 4 calls per batch of up to "
-              "100, Salesforce 1 per collection of up to 200); the table counts their calls at full batches. "
+              "The CRM and SQL sinks take a stream batch's leads in batch calls (HubSpot 4 calls per batch of "
+              "up to 100, Salesforce 1 per collection of up to 200, PostgreSQL 1 statement per 25 leads); the "
+              "table counts their calls at full batches. "
               "Below the limit a batch carries what a shard gathers in the batching window (" +
               f"{number(v('esm_batching_window_s'))} s): " +
               "; ".join(f"{s.name} {number(model.records_per_write(r, s), 1)} leads and "
                         f"{number(model.calls_per_lead(r, s), 2)} calls per lead at {r:,}/s"
                         for s in model.SINKS if s.batch_max > 1 for r in (1, 10)) +
-              ". Near the limit the sinks pace themselves (HubSpot spreads the day's remaining calls over "
+              ". Near the limit the CRM sinks pace themselves (HubSpot spreads the day's remaining calls over "
               "24 hours; Salesforce stops at 90 % of its allocation), records wait, and batches fill: "
               "a lead waits seconds longer, none is lost.", ""]
 

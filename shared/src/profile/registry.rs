@@ -42,3 +42,32 @@ pub fn lead_from_receipt(receipt: &Receipt, mapping: &LeadMapping) -> Result<Lea
         Profile::Tally => tally::lead(receipt),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::parse_envelope;
+    use alloc::string::String;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn lead_keys_never_collide_across_profiles() {
+        let lead_key = |id: &str| {
+            let body = alloc::format!(r#"{{"event":"form.submitted","data":{{"submissionId":{}}}}}"#, {
+                let mut s = String::new();
+                crate::json::write_string(id, &mut s);
+                s
+            });
+            let envelope = parse_envelope(body.as_bytes()).unwrap();
+            let receipt = Receipt::new(&envelope, Profile::StaticForms.key(id), "r", 0, 1);
+            lead_from_receipt(&receipt, &LeadMapping::default()).unwrap().external_id
+        };
+        assert_eq!(lead_key("sub_1"), "sub_1");
+        assert_eq!(lead_key("tally"), "tally");
+        // Shaped like another profile's lead key: the receipt's own key instead.
+        assert_eq!(lead_key("tally:2wgx4n"), "staticforms:form.submitted:tally:2wgx4n");
+        assert_eq!(lead_key("typeform:f:t"), "staticforms:form.submitted:typeform:f:t");
+        assert_eq!(lead_key("standard-webhooks:m"), "staticforms:form.submitted:standard-webhooks:m");
+        assert_eq!(lead_key("staticforms:form.submitted:x"), "staticforms:form.submitted:staticforms:form.submitted:x");
+    }
+}

@@ -300,12 +300,32 @@ async fn a_later_waves_record_before_its_lead_starts_only_when_a_store_call_fits
     assert_eq!((tally.written, tally.skipped), (4, 1));
 }
 
-/// A receipt store whose every update takes `delay` (tokio's clock).
-struct SlowMarks(MemoryReceipts, Duration);
+/// A receipt store whose every update takes `delay` (tokio's clock) and notes when it ended;
+/// the update of `fails` (a submission ID) fails, as a store that timed out would.
+struct SlowMarks {
+    inner: MemoryReceipts,
+    delay: Duration,
+    started: Instant,
+    fails: Option<String>,
+    ended: Mutex<Vec<(String, Duration)>>,
+}
+
+impl SlowMarks {
+    fn new(inner: MemoryReceipts, delay: Duration) -> SlowMarks {
+        SlowMarks { inner, delay, started: Instant::now(), fails: None, ended: Mutex::default() }
+    }
+
+    /// Each update's submission and when it ended, by submission.
+    fn ended(&self) -> Vec<(String, Duration)> {
+        let mut ended = self.ended.lock().unwrap().clone();
+        ended.sort();
+        ended
+    }
+}
 
 impl ReceiptStore for SlowMarks {
     async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, crate::receipts::ReceiptStoreError> {
-        self.0.get(key).await
+        self.inner.get(key).await
     }
 
     async fn mark(
@@ -315,25 +335,47 @@ impl ReceiptStore for SlowMarks {
         mark: Mark<'_>,
         now: &str,
     ) -> Result<crate::receipts::Marked, crate::receipts::ReceiptStoreError> {
-        tokio::time::sleep(self.1).await;
-        self.0.mark(key, received_at, mark, now).await
+        tokio::time::sleep(self.delay).await;
+        let id = key.rsplit(':').next().unwrap_or_default().to_owned();
+        self.ended.lock().unwrap().push((id.clone(), self.started.elapsed()));
+        if self.fails.as_deref() == Some(id.as_str()) {
+            return Err(crate::receipts::ReceiptStoreError("store_timeout"));
+        }
+        self.inner.mark(key, received_at, mark, now).await
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_batchs_receipts_are_marked_while_the_next_batch_is_sent() {
-    // Three batches (two, two, one), each call a second and each update a second (at most ten
-    // at once): one after the other, six seconds; with each batch's updates beside the next
-    // call, four.
-    let second = Duration::from_secs(1);
-    let receipts = SlowMarks(five_receipts(), second);
+    // Three batches (two, two, one), each call a second, each update half a second: every
+    // batch's updates run beside the next call, so they end half a second after their call,
+    // and the last half a second after the third call. (Updates after each batch would end at
+    // 1.5, 3 and 4.5 s; all after the last call, at 3.5 s.)
+    let (second, half) = (Duration::from_secs(1), Duration::from_millis(500));
+    let receipts = SlowMarks::new(five_receipts(), half);
     let handler = Handler { mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
-    let started = Instant::now();
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(tally.written, 5);
-    assert_eq!(started.elapsed(), 4 * second);
+    let at = |ms: u64| Duration::from_millis(ms);
+    let expected = [("sub_1", at(1500)), ("sub_2", at(1500)), ("sub_3", at(2500)), ("sub_4", at(2500)), ("sub_5", at(3500))];
+    let expected: Vec<(String, Duration)> = expected.iter().map(|(id, t)| ((*id).to_owned(), *t)).collect();
+    assert_eq!(handler.receipts.ended(), expected);
     for i in 1..=5 {
-        assert_eq!(handler.receipts.0.status(&format!("sub_{i}")), Some(("COMPLETED", None)));
+        assert_eq!(handler.receipts.inner.status(&format!("sub_{i}")), Some(("COMPLETED", None)));
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_that_fails_beside_the_next_call_stops_the_batches_after_it() {
+    // Batches of two; sub_1's update fails while the second batch is sent: the third batch is
+    // past a known failure and never starts, and sub_1 is the record reported.
+    let (second, half) = (Duration::from_secs(1), Duration::from_millis(500));
+    let mut receipts = SlowMarks::new(receipts_for(6), half);
+    receipts.fails = Some("sub_1".into());
+    let handler = Handler { mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
+    let (response, _) = handler.handle_counted(batch_of(6), None).await;
+    assert_eq!(failures(&response), ["000000000000000000301"]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"]), ids(&["sub_3", "sub_4"])]);
+    assert_eq!(handler.receipts.inner.status("sub_5"), Some(("RECEIVED", None)), "never sent");
 }
