@@ -16,10 +16,14 @@ else
   for crate in shared edge stream-worker tests fuzz; do
     if grep -q "^$crate/" <<< "$changed"; then crates+=("$crate"); fi
   done
-  # A change to shared reaches every crate that uses it: their unit tests too.
-  if [[ " ${crates[*]} " == *" shared "* ]]; then crates=(shared edge stream-worker); fi
+  # A change to shared, or to the workspace's manifests, reaches every crate: all of them.
+  if [[ " ${crates[*]} " == *" shared "* ]] || grep -qE '^(Cargo\.toml|Cargo\.lock)$' <<< "$changed"; then
+    crates=(shared edge stream-worker tests fuzz)
+  fi
 fi
 if [[ ${#crates[@]} -eq 0 ]]; then
+  cargo fmt --all -- --check
+  python3 scripts/check-layers.py
   echo "check: no crate differs from HEAD (name some: make check CRATES=\"shared stream-worker\")"
   exit 0
 fi
@@ -32,6 +36,7 @@ for crate in "${crates[@]}"; do
     fuzz)
       cargo fmt --manifest-path fuzz/Cargo.toml -- --check
       cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+      cargo test --manifest-path fuzz/Cargo.toml
       ;;
     tests)
       # The integration suite's library and its unit tests; the suite itself is make test's.

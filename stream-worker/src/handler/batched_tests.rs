@@ -358,7 +358,8 @@ async fn a_batchs_receipts_are_marked_while_the_next_batch_is_sent() {
     assert!(failures(&response).is_empty());
     assert_eq!(tally.written, 5);
     let at = |ms: u64| Duration::from_millis(ms);
-    let expected = [("sub_1", at(1500)), ("sub_2", at(1500)), ("sub_3", at(2500)), ("sub_4", at(2500)), ("sub_5", at(3500))];
+    let expected =
+        [("sub_1", at(1500)), ("sub_2", at(1500)), ("sub_3", at(2500)), ("sub_4", at(2500)), ("sub_5", at(3500))];
     let expected: Vec<(String, Duration)> = expected.iter().map(|(id, t)| ((*id).to_owned(), *t)).collect();
     assert_eq!(handler.receipts.ended(), expected);
     for i in 1..=5 {

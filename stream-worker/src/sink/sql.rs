@@ -66,7 +66,7 @@ pub enum SqlSink {
     Sqlite(Mutex<rusqlite::Connection>),
     /// A PostgreSQL server, connected on first use; the connection is re-opened (and the
     /// schema checked) when it drops or a statement times out. Records share the one
-    /// connection (statements are pipelined); the lock is held only to connect.
+    /// connection (one statement per batch); the lock is held only to connect.
     Postgres { target: PostgresTarget, connection: tokio::sync::Mutex<Connection> },
 }
 
