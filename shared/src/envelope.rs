@@ -126,10 +126,10 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<Json, EnvelopeError> {
     }
 }
 
-/// The identity at `value`: a string that [`crate::envelope::is_valid_submission_id`] accepts.
+/// The identity at `value`: a string that [`is_valid_submission_id`] accepts.
 pub(crate) fn identity(value: Option<&Json>) -> Result<String, EnvelopeError> {
     let id = value.and_then(Json::as_str).ok_or(EnvelopeError::MissingSubmissionId)?;
-    if !crate::envelope::is_valid_submission_id(id) {
+    if !is_valid_submission_id(id) {
         return Err(EnvelopeError::InvalidSubmissionId);
     }
     Ok(String::from(id))
