@@ -8,7 +8,9 @@ use core::fmt;
 pub use shared::config::ConfigError;
 
 use shared::auth::{AuthPolicy, BodySignature, HeaderCredentials};
-use shared::profile::{tally, typeform, Profile};
+use shared::profile::registry::sender;
+use shared::profile::sender::SenderAuth;
+use shared::profile::Profile;
 use shared::receive::{Policy, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
 use shared::secret::{Credential, SigningSecret};
 
@@ -140,31 +142,22 @@ impl Config {
         let mut senders = Vec::new();
         let profiles = get("WEBHOOK_PROFILES").unwrap_or_else(|| Profile::StaticForms.name().to_owned());
         for name in profiles.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let invalid = ConfigError {
-                variable: "WEBHOOK_PROFILES",
-                expected: "comma-separated profiles: staticforms, standard-webhooks, typeform, tally",
-            };
+            let invalid = ConfigError { variable: "WEBHOOK_PROFILES", expected: Profile::EXPECTED };
             let profile = Profile::parse(name).ok_or(invalid)?;
             if senders.iter().any(|(p, _)| *p == profile) {
                 return Err(invalid);
             }
-            let auth = match profile {
-                Profile::StaticForms => static_forms.clone(),
-                Profile::StandardWebhooks => AuthPolicy {
-                    signing_secrets: list("STANDARD_WEBHOOKS_SECRETS")
+            let auth = match sender(profile).auth() {
+                SenderAuth::StaticForms => static_forms.clone(),
+                SenderAuth::StandardWebhooks { variable } => AuthPolicy {
+                    signing_secrets: list(variable)
                         .iter()
                         .map(|s| SigningSecret::parse(s))
                         .collect::<Result<Vec<_>, _>>()
-                        .map_err(|_| ConfigError {
-                            variable: "STANDARD_WEBHOOKS_SECRETS",
-                            expected: "comma-separated whsec_<base64> secrets",
-                        })?,
+                        .map_err(|_| ConfigError { variable, expected: "comma-separated whsec_<base64> secrets" })?,
                     ..AuthPolicy::default()
                 },
-                Profile::Typeform => {
-                    body_signed(typeform::SIGNATURE_HEADER, typeform::SIGNATURE_PREFIX, list("TYPEFORM_SECRETS"))
-                }
-                Profile::Tally => body_signed(tally::SIGNATURE_HEADER, "", list("TALLY_SECRETS")),
+                SenderAuth::BodySigned { header, prefix, variable } => body_signed(header, prefix, list(variable)),
             };
             senders.push((profile, auth));
         }
@@ -499,7 +492,7 @@ mod profile_tests {
 
     #[wasm_bindgen_test(unsupported = test)]
     fn bad_profile_lists_name_the_variable() {
-        let expected = "comma-separated profiles: staticforms, standard-webhooks, typeform, tally";
+        let expected = "comma-separated profiles of: staticforms standard-webhooks typeform tally";
         for bad in ["typeforms", "tally,tally", "StaticForms"] {
             assert_eq!(
                 load(&[("WEBHOOK_PROFILES", bad)]).map(|_| ()).map_err(|e| (e.variable, e.expected)),

@@ -18,7 +18,9 @@ use shared::fingerprint::fingerprint;
 use shared::headers::Headers;
 use shared::json::{parse, parse_wire, Json, JsonError, MAX_DEPTH};
 use shared::key::check_key;
+use shared::profile::registry::sender;
 use shared::profile::registry::{lead_from_receipt, LeadMapping};
+use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
 use shared::receipt::{Receipt, ReceiptStatus};
 use shared::receive::{receive, Delivery, Policy, Step, DEFAULT_RETENTION_DAYS};
@@ -201,19 +203,9 @@ pub fn receive_delivery(data: &[u8]) -> &'static str {
 /// into the lead accepted, and acknowledged 202, then 200 on a retry. True if any stored it.
 fn other_profiles(headers: &Headers, body: &[u8]) -> bool {
     let mut stored = false;
-    let form = SigningSecret::plain(FORM_SECRET).expect("the fuzz form secret is not empty");
-    let body_signed = |header, prefix| AuthPolicy {
-        body_signature: Some(BodySignature { header, prefix, secrets: vec![form.clone()] }),
-        ..AuthPolicy::default()
-    };
     let mut policy = policy();
-    let sw = SigningSecret::parse(SIGNING_SECRET).expect("the fuzz signing secret parses");
-    policy.senders.extend([
-        (Profile::StandardWebhooks, AuthPolicy { signing_secrets: vec![sw], ..AuthPolicy::default() }),
-        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
-        (Profile::Tally, body_signed("tally-signature", "")),
-    ]);
-    for profile in [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally] {
+    policy.senders.extend(other_profiles_auth());
+    for profile in Profile::ALL.into_iter().filter(|p| *p != Profile::StaticForms) {
         let delivery = Delivery { profile, headers, body, request_id: "fuzz-req", now_millis: NOW_MILLIS };
         let pending = match receive(&policy, &delivery) {
             Step::Respond(outcome, _) => {
@@ -248,6 +240,24 @@ fn other_profiles(headers: &Headers, body: &[u8]) -> bool {
         stored = true;
     }
     stored
+}
+
+/// Every registered profile but Static Forms, with the fuzz credential its [`SenderAuth`] asks
+/// for: [`SIGNING_SECRET`] for Standard Webhooks signatures, [`FORM_SECRET`] for body signatures.
+pub fn other_profiles_auth() -> Vec<(Profile, AuthPolicy)> {
+    let form = SigningSecret::plain(FORM_SECRET).expect("the fuzz form secret is not empty");
+    let sw = SigningSecret::parse(SIGNING_SECRET).expect("the fuzz signing secret parses");
+    let auth = |profile: Profile| match sender(profile).auth() {
+        SenderAuth::StaticForms => None,
+        SenderAuth::StandardWebhooks { .. } => {
+            Some(AuthPolicy { signing_secrets: vec![sw.clone()], ..AuthPolicy::default() })
+        }
+        SenderAuth::BodySigned { header, prefix, .. } => Some(AuthPolicy {
+            body_signature: Some(BodySignature { header, prefix, secrets: vec![form.clone()] }),
+            ..AuthPolicy::default()
+        }),
+    };
+    Profile::ALL.into_iter().filter_map(|p| auth(p).map(|a| (p, a))).collect()
 }
 
 /// Sender authentication with every method configured: accepts only a credential that is

@@ -11,6 +11,8 @@ use shared::auth::AuthMethod;
 use shared::decimal::Decimal;
 use shared::dynamo::{item_size, AttributeValue, Item, MAX_ITEM_BYTES};
 use shared::headers::Headers;
+use shared::profile::registry::sender;
+use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
 
 use crate::credentials::{BASIC, BEARER, FORM_SECRET, HEADER, SIGNING_SECRET};
@@ -102,16 +104,16 @@ fn signed(headers: &Headers, body: &[u8], now_millis: u64) -> bool {
         .any(|encoded| BASE64.decode(encoded).is_ok_and(|sig| sig.as_slice() == expected.as_slice()))
 }
 
-/// True if the request is signed as `profile`'s sender signs, with the fuzz secrets: Standard
-/// Webhooks as [`signed`]; Typeform `Typeform-Signature: sha256=<base64>` and Tally
-/// `Tally-Signature: <base64>` of the HMAC-SHA256 of the body under the secret's text, the field's
-/// surrounding spaces and tabs aside.
+/// True if the request is signed as `profile`'s sender signs (its `SenderAuth`), with the fuzz
+/// secrets: Standard Webhooks as [`signed`]; a body signature as `<header>: <prefix><base64>`
+/// of the HMAC-SHA256 of the body under the secret's text (Typeform's `sha256=`, Tally's
+/// nothing), the field's surrounding spaces and tabs aside. The HMAC is computed here, not by
+/// the core.
 pub(crate) fn signed_for(profile: Profile, headers: &Headers, body: &[u8], now_millis: u64) -> bool {
-    let (header, prefix) = match profile {
-        Profile::StandardWebhooks => return signed(headers, body, now_millis),
-        Profile::Typeform => ("Typeform-Signature", "sha256="),
-        Profile::Tally => ("Tally-Signature", ""),
-        Profile::StaticForms => return genuinely_authenticated(headers, body, now_millis),
+    let (header, prefix) = match sender(profile).auth() {
+        SenderAuth::StandardWebhooks { .. } => return signed(headers, body, now_millis),
+        SenderAuth::BodySigned { header, prefix, .. } => (header, prefix),
+        SenderAuth::StaticForms => return genuinely_authenticated(headers, body, now_millis),
     };
     let Some(value) = headers.get(header) else { return false };
     let value = value.trim_matches(|c| c == ' ' || c == '\t');

@@ -44,3 +44,37 @@ fn framing_splits_headers_from_the_body() {
     assert_eq!(headers.get("no blank line"), None);
     assert_eq!(body, b"no blank line");
 }
+
+/// Every registered profile's example delivery, signed with the fuzz credentials as its
+/// `SenderAuth` says, is a seed the `receive` target stores: a new profile is fuzzed from its
+/// example with no new seed written by hand.
+#[test]
+fn every_registered_profile_s_example_is_stored_by_the_receive_target() {
+    use shared::profile::registry::sender;
+    use shared::profile::sender::SenderAuth;
+    use shared::profile::Profile;
+    for profile in Profile::ALL {
+        let example = sender(profile).example("fuzz-example-1", "an answer");
+        let mut headers: Vec<(String, String)> =
+            example.headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
+        let secret = shared::secret::SigningSecret::parse(fuzz::SIGNING_SECRET).unwrap();
+        let form = shared::secret::SigningSecret::plain(fuzz::FORM_SECRET).unwrap();
+        match sender(profile).auth() {
+            SenderAuth::StaticForms => headers.push(("Authorization".into(), format!("Bearer {}", fuzz::BEARER))),
+            SenderAuth::StandardWebhooks { .. } => {
+                let id = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("webhook-id")).unwrap().1.clone();
+                let timestamp = (fuzz::NOW_MILLIS / 1000).to_string();
+                let signature = shared::auth::signature_header(&secret, &id, &timestamp, &example.body);
+                headers.extend([("webhook-timestamp".into(), timestamp), ("webhook-signature".into(), signature)]);
+            }
+            SenderAuth::BodySigned { header, prefix, .. } => {
+                headers.push((header.to_owned(), shared::auth::body_signature_header(&form, prefix, &example.body)))
+            }
+        }
+        let mut data: Vec<u8> = headers.iter().flat_map(|(n, v)| format!("{n}: {v}\n").into_bytes()).collect();
+        data.push(b'\n');
+        data.extend_from_slice(&example.body);
+        let want = if profile == Profile::StaticForms { "stored" } else { "stored_by_another_profile" };
+        assert_eq!(fuzz::receive_delivery(&data), want, "{profile:?}");
+    }
+}

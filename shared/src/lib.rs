@@ -34,6 +34,7 @@ pub mod json;
 pub mod key;
 pub mod lead;
 pub mod log;
+pub mod mapping;
 pub mod metrics;
 pub mod profile;
 pub mod put_item;

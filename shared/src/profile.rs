@@ -1,10 +1,9 @@
 //! Sender profiles' identities: the name, the route, the receipt key's prefix and the headers
 //! each profile reads. Nothing here depends on another module of the crate: the identity sits
 //! low in the house, beside `key`. Each sender's parsing and lead mapping is a module beside
-//! this one, above `envelope`, `receipt` and `lead`; [`registry`] dispatches to them by
-//! profile. Adding a sender is a variant here, a module beside this one, its lines in
-//! [`registry`], and the shells' configuration of its secret (ARCHITECTURE.md, "Adding a
-//! sender profile").
+//! this one that implements [`sender::Sender`], above `envelope`, `receipt` and `lead`;
+//! [`registry`] lists them. Adding a sender is its row in the `profiles!` table below, its
+//! module, and its line in [`registry::sender`] (ARCHITECTURE.md, "Adding a sender profile").
 //!
 //! Receipt keys are namespaced by profile (`tally:<responseId>`, ...), so identities from
 //! different senders never collide. `staticforms` keeps the key it always had
@@ -13,8 +12,12 @@
 
 use alloc::string::String;
 
+#[cfg(test)]
+mod contract;
 pub mod registry;
+pub mod sender;
 pub mod standard_webhooks;
+pub mod static_forms;
 pub mod tally;
 pub mod typeform;
 
@@ -30,64 +33,81 @@ pub const TYPEFORM_SIGNATURE_HEADER: &str = "typeform-signature";
 /// The header Tally signs its deliveries in.
 pub const TALLY_SIGNATURE_HEADER: &str = "tally-signature";
 
-/// A sender profile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Profile {
+/// Declares the profiles: one row each, `Variant: "name", "key prefix", [headers read];`,
+/// under its documentation. The row gives the enum its variant and the profile its identity
+/// (the route is `/webhooks/<name>`); what the profile does is its module's
+/// [`sender::Sender`], listed in [`registry::sender`].
+macro_rules! profiles {
+    ($($(#[$doc:meta])* $variant:ident: $name:literal, $prefix:literal, $headers:expr;)*) => {
+        /// A sender profile.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Profile {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Profile {
+            /// Every profile, in the order the documentation lists them.
+            pub const ALL: [Profile; [$($name),*].len()] = [$(Profile::$variant),*];
+
+            /// What a list of profile names may hold, for configuration errors.
+            pub const EXPECTED: &'static str = concat!("comma-separated profiles of:", $(" ", $name),*);
+
+            /// The name in routes, configuration and receipts.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Profile::$variant => $name,)*
+                }
+            }
+
+            /// The route its deliveries are posted to: `/webhooks/<name>`.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $(Profile::$variant => concat!("/webhooks/", $name),)*
+                }
+            }
+
+            /// What every receipt key of this profile starts with. No prefix is a prefix of
+            /// another's, so a key names one profile and one identity.
+            pub fn key_prefix(self) -> &'static str {
+                match self {
+                    $(Profile::$variant => $prefix,)*
+                }
+            }
+
+            /// The headers this profile's checks read, besides the staticforms custom
+            /// authentication header (see [`crate::receive::Policy::header_names`]).
+            pub fn headers_read(self) -> &'static [&'static str] {
+                match self {
+                    $(Profile::$variant => &$headers,)*
+                }
+            }
+        }
+    };
+}
+
+profiles! {
     /// Static Forms (`../shared/SENDER.md`): the `form.submitted` envelope and the
     /// `Idempotency-Key` header; Bearer, Basic, a custom header or Standard Webhooks signatures.
-    StaticForms,
+    StaticForms: "staticforms", "staticforms:form.submitted:", HEADERS_READ;
     /// Any sender that signs per the Standard Webhooks specification: identity `webhook-id`,
     /// fingerprint the raw body, the lead from configured JSON pointers.
-    StandardWebhooks,
+    StandardWebhooks: "standard-webhooks", "standard-webhooks:",
+        ["content-type", "webhook-id", "webhook-timestamp", "webhook-signature"];
     /// Typeform's `form_response` webhooks, signed with `Typeform-Signature`.
-    Typeform,
+    Typeform: "typeform", "typeform:", ["content-type", TYPEFORM_SIGNATURE_HEADER];
     /// Tally's `FORM_RESPONSE` webhooks, signed with `Tally-Signature`.
-    Tally,
+    Tally: "tally", "tally:", ["content-type", TALLY_SIGNATURE_HEADER];
 }
 
 impl Profile {
-    /// Every profile, in the order the documentation lists them.
-    pub const ALL: [Profile; 4] = [Profile::StaticForms, Profile::StandardWebhooks, Profile::Typeform, Profile::Tally];
-
-    /// The name in routes, configuration and receipts.
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::StaticForms => "staticforms",
-            Profile::StandardWebhooks => "standard-webhooks",
-            Profile::Typeform => "typeform",
-            Profile::Tally => "tally",
-        }
-    }
-
     /// The profile called `name`.
     pub fn parse(name: &str) -> Option<Profile> {
         Profile::ALL.into_iter().find(|p| p.name() == name)
     }
 
-    /// The route its deliveries are posted to: `/webhooks/<name>`.
-    pub fn path(self) -> &'static str {
-        match self {
-            Profile::StaticForms => "/webhooks/staticforms",
-            Profile::StandardWebhooks => "/webhooks/standard-webhooks",
-            Profile::Typeform => "/webhooks/typeform",
-            Profile::Tally => "/webhooks/tally",
-        }
-    }
-
     /// The profile whose route is `path`.
     pub fn of_path(path: &str) -> Option<Profile> {
         Profile::ALL.into_iter().find(|p| p.path() == path)
-    }
-
-    /// What every receipt key of this profile starts with. No prefix is a prefix of another's,
-    /// so a key names one profile and one identity.
-    pub fn key_prefix(self) -> &'static str {
-        match self {
-            Profile::StaticForms => "staticforms:form.submitted:",
-            Profile::StandardWebhooks => "standard-webhooks:",
-            Profile::Typeform => "typeform:",
-            Profile::Tally => "tally:",
-        }
     }
 
     /// The receipt key of the delivery whose identity is `id`.
@@ -103,17 +123,6 @@ impl Profile {
             .into_iter()
             .find_map(|p| key.strip_prefix(p.key_prefix()).map(|id| (p, id)))
             .filter(|(_, id)| !id.is_empty())
-    }
-
-    /// The headers this profile's checks read, besides the staticforms custom authentication
-    /// header (see [`crate::receive::Policy::header_names`]).
-    pub fn headers_read(self) -> &'static [&'static str] {
-        match self {
-            Profile::StaticForms => &HEADERS_READ,
-            Profile::StandardWebhooks => &["content-type", "webhook-id", "webhook-timestamp", "webhook-signature"],
-            Profile::Typeform => &["content-type", TYPEFORM_SIGNATURE_HEADER],
-            Profile::Tally => &["content-type", TALLY_SIGNATURE_HEADER],
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::dynamo::item_size;
 use crate::envelope::Refusal;
 use crate::fingerprint::same_content;
 use crate::headers::Headers;
-use crate::key::check_key;
+use crate::profile::registry::sender;
 use crate::profile::Profile;
 use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
@@ -216,18 +216,15 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
         Err(AuthError::NotConfigured) => return respond(Outcome::AuthNotConfigured),
         Err(error) => return respond(Outcome::Unauthenticated(error, auth.challenge())),
     }
-    let envelope = match delivery.profile.read(delivery.headers, delivery.body) {
+    let sender = sender(delivery.profile);
+    let envelope = match sender.read(delivery.headers, delivery.body) {
         Ok(envelope) => envelope,
         Err(Refusal::Envelope(error)) => return respond(Outcome::InvalidEnvelope(error)),
         Err(Refusal::Key(error)) => return respond(Outcome::InvalidKey(error)),
     };
-    let key = match delivery.profile {
-        // Static Forms names the key in a header of its own, which must match the body's.
-        Profile::StaticForms => match check_key(delivery.headers, &envelope.submission_id) {
-            Ok(key) => key,
-            Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
-        },
-        profile => profile.key(&envelope.submission_id),
+    let key = match sender.key(delivery.headers, &envelope) {
+        Ok(key) => key,
+        Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
     };
     let receipt = Receipt::new(&envelope, key, delivery.request_id, delivery.now_millis, policy.retention_days);
     let item = receipt.to_item();

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
+use shared::profile::registry::sender;
 use shared::profile::Profile;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
@@ -143,14 +144,10 @@ async fn each_profile_retried_raced_forged_and_changed_gives_one_receipt_and_one
     for (key, (profile, lead_key, message)) in &expected {
         let (name, email, stored_message, upserts) = &leads[lead_key];
         assert_eq!((stored_message.as_str(), *upserts), (*message, 1), "{key}");
-        // Each sender's fields, mapped by its profile.
-        let (want_name, want_email) = match profile.as_str() {
-            "staticforms" => (tests::delivery::VISITOR_NAME, tests::delivery::VISITOR_EMAIL),
-            "standard-webhooks" => ("Grace Hopper", "grace@example.com"),
-            "typeform" => ("Laura", "laura@example.com"),
-            _ => ("", "alice@example.com"),
-        };
-        assert_eq!((name.as_str(), email.as_str()), (want_name, want_email), "{key}");
+        // Each sender's fields, mapped by its profile, as its example states them.
+        let profile = Profile::parse(profile).unwrap();
+        let want = sender(profile).example("any", "").name_and_email;
+        assert_eq!((name.as_str(), email.as_str()), want, "{key}");
     }
 }
 
@@ -201,7 +198,7 @@ async fn the_same_raw_id_from_every_profile_is_a_receipt_and_a_lead_each_and_a_d
 
     // Only Static Forms enabled: the other routes do not exist, and nothing is stored.
     let only = path(Some("staticforms")).await;
-    for profile in [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally] {
+    for profile in Profile::ALL.into_iter().filter(|p| *p != Profile::StaticForms) {
         let body = senders::body(profile, "off-1", "x");
         assert_eq!(only.send(profile, "off-1", &body, None).status, 404, "{}", profile.name());
     }

@@ -1,97 +1,82 @@
-//! Deliveries as the other sender profiles send them: Standard Webhooks (signed by the
-//! reference `standardwebhooks` library), Typeform and Tally (their documented example
-//! payloads, signed as their documentation says, with an HMAC that is not the core's).
+//! Deliveries as every registered sender profile sends them: each profile's example (for
+//! Typeform and Tally their documented example payloads), signed as its `SenderAuth` says by
+//! code that is not the core's (the reference `standardwebhooks` library; an HMAC of its own).
+//! A new profile needs nothing here.
 
 use base64::Engine as _;
-use serde_json::Value;
+use shared::profile::registry::sender;
+use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
 
-/// The Standard Webhooks secret the tests configure (`whsec_` + base64).
+/// The Standard Webhooks secret the tests configure (`whsec_` + base64), for every profile
+/// whose deliveries are signed as Standard Webhooks says.
 pub const STANDARD_WEBHOOKS_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-/// Typeform's webhook secret the tests configure.
-pub const TYPEFORM_SECRET: &str = "it-typeform-secret-5d1c";
-/// Tally's signing secret the tests configure.
-pub const TALLY_SECRET: &str = "it-tally-secret-8a0e";
 
-/// The Worker bindings that enable every profile with the secrets above (Static Forms' own
-/// credentials are the caller's).
-pub fn bindings() -> Vec<(&'static str, String)> {
-    vec![
-        ("WEBHOOK_PROFILES", "staticforms,standard-webhooks,typeform,tally".into()),
-        ("STANDARD_WEBHOOKS_SECRETS", STANDARD_WEBHOOKS_SECRET.into()),
-        ("TYPEFORM_SECRETS", TYPEFORM_SECRET.into()),
-        ("TALLY_SECRETS", TALLY_SECRET.into()),
-    ]
+/// The secret the tests configure for `profile` (for Static Forms, its Bearer token): one of
+/// its own for each body-signing profile, made from the variable that lists it.
+pub fn secret(profile: Profile) -> String {
+    match sender(profile).auth() {
+        SenderAuth::StaticForms => crate::delivery::BEARER.to_owned(),
+        SenderAuth::StandardWebhooks { .. } => STANDARD_WEBHOOKS_SECRET.to_owned(),
+        SenderAuth::BodySigned { variable, .. } => format!("it-{}-5d1c", variable.to_lowercase().replace('_', "-")),
+    }
 }
 
-fn fixture(name: &str) -> Value {
-    let path = crate::process::repo_root().join("shared/tests/fixtures").join(name);
-    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+/// The Worker bindings that enable every registered profile with the secrets above (Static
+/// Forms' own credentials are the caller's).
+pub fn bindings() -> Vec<(&'static str, String)> {
+    let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+    let mut bindings = vec![("WEBHOOK_PROFILES", names.join(","))];
+    for profile in Profile::ALL {
+        match sender(profile).auth() {
+            SenderAuth::StaticForms => {}
+            SenderAuth::StandardWebhooks { variable } | SenderAuth::BodySigned { variable, .. } => {
+                bindings.push((variable, secret(profile)))
+            }
+        }
+    }
+    bindings
 }
 
 /// The body `profile`'s sender sends for the submission `id`, with `answer` as its free-text
-/// answer (so two calls with other answers are other content under the same identity).
-/// Standard Webhooks has no body identity: `id` goes in `webhook-id` ([`headers`]).
+/// answer (so two calls with other answers are other content under the same identity): the
+/// profile's own example ([`shared::profile::sender::Sender::example`]), from its sender's
+/// documented payload. Standard Webhooks has no body identity: `id` goes in `webhook-id`
+/// ([`headers`]).
 pub fn body(profile: Profile, id: &str, answer: &str) -> Vec<u8> {
-    let mut body = match profile {
-        Profile::StaticForms => return crate::delivery::body(id, answer, crate::delivery::now_secs()),
-        Profile::StandardWebhooks => serde_json::json!({
-            "type": "contact.created",
-            "timestamp": "2022-11-03T20:26:10.344522Z",
-            "data": {"name": "Grace Hopper", "email": "grace@example.com", "message": answer, "plan": "pro"}
-        }),
-        Profile::Typeform => fixture("typeform.json"),
-        Profile::Tally => fixture("tally.json"),
-    };
-    match profile {
-        Profile::Typeform => {
-            body["form_response"]["token"] = id.into();
-            body["form_response"]["answers"][0]["text"] = answer.into();
-        }
-        Profile::Tally => {
-            body["data"]["responseId"] = id.into();
-            body["data"]["submissionId"] = id.into();
-            body["data"]["fields"][4]["value"] = answer.into();
-        }
-        _ => {}
-    }
-    serde_json::to_vec(&body).unwrap()
+    sender(profile).example(id, answer).body
 }
 
-/// The headers `profile`'s sender sends with `body` (for Standard Webhooks, `id` is the
-/// message ID), signed with `secret` (the configured one when `None`).
+/// The headers `profile`'s sender sends with `body` (the example's, for submission `id`),
+/// signed with `secret` (the configured one when `None`) as its [`SenderAuth`] says, by
+/// libraries that are not the core's: the reference `standardwebhooks` crate, and an HMAC of
+/// its own for body signatures.
 pub fn headers(profile: Profile, id: &str, body: &[u8], secret: Option<&str>) -> Vec<(String, String)> {
-    let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
-    let hmac =
-        |key: &str| base64::engine::general_purpose::STANDARD.encode(hmac_sha256::HMAC::mac(body, key.as_bytes()));
-    match profile {
-        Profile::StaticForms => {
-            headers.push(("Authorization".into(), format!("Bearer {}", secret.unwrap_or(crate::delivery::BEARER))));
-            headers.push(("Idempotency-Key".into(), crate::delivery::key(id)));
-        }
-        Profile::StandardWebhooks => {
+    let example = sender(profile).example(id, "");
+    let mut headers: Vec<(String, String)> =
+        example.headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
+    let secret = secret.map_or_else(|| self::secret(profile), str::to_owned);
+    match sender(profile).auth() {
+        SenderAuth::StaticForms => headers.push(("Authorization".into(), format!("Bearer {secret}"))),
+        SenderAuth::StandardWebhooks { .. } => {
             let now = i64::try_from(crate::delivery::now_secs()).unwrap();
-            let signer = standardwebhooks::Webhook::new(secret.unwrap_or(STANDARD_WEBHOOKS_SECRET)).unwrap();
-            headers.push(("webhook-id".into(), id.into()));
+            let signer = standardwebhooks::Webhook::new(&secret).unwrap();
+            let message_id = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("webhook-id")).unwrap().1.clone();
             headers.push(("webhook-timestamp".into(), now.to_string()));
-            headers.push(("webhook-signature".into(), signer.sign(id, now, body).unwrap()));
+            headers.push(("webhook-signature".into(), signer.sign(&message_id, now, body).unwrap()));
         }
-        Profile::Typeform => {
-            headers.push(("Typeform-Signature".into(), format!("sha256={}", hmac(secret.unwrap_or(TYPEFORM_SECRET)))))
+        SenderAuth::BodySigned { header, prefix, .. } => {
+            let hmac =
+                base64::engine::general_purpose::STANDARD.encode(hmac_sha256::HMAC::mac(body, secret.as_bytes()));
+            headers.push((header.to_owned(), format!("{prefix}{hmac}")));
         }
-        Profile::Tally => headers.push(("Tally-Signature".into(), hmac(secret.unwrap_or(TALLY_SECRET)))),
     }
     headers
 }
 
-/// The receipt key and lead key (`external_id`) of `profile`'s submission `id` (Typeform's
-/// identity is the form's ID and the response token).
+/// The receipt key and lead key (`external_id`) of `profile`'s submission `id`, as its
+/// example states them (Typeform's identity is the form's ID and the response token).
 pub fn keys(profile: Profile, id: &str) -> (String, String) {
-    let identity = match profile {
-        Profile::Typeform => format!("lT4Z3j:{id}"),
-        _ => id.to_owned(),
-    };
-    let key = profile.key(&identity);
-    let lead = if profile == Profile::StaticForms { identity } else { key.clone() };
-    (key, lead)
+    let example = sender(profile).example(id, "");
+    (profile.key(&example.identity), example.external_id)
 }

@@ -1,46 +1,43 @@
-//! The registry of sender profiles: what each profile's module does, dispatched by profile.
-//! A delivery's envelope ([`Profile::read`]) and a receipt's lead ([`lead_from_receipt`]).
+//! The registry of sender profiles: each profile's [`Sender`], one line each. A delivery's
+//! envelope ([`Profile::read`]) and a receipt's lead ([`lead_from_receipt`]) go through it.
 //! The profiles' identities are [`crate::profile`]'s, below everything here; each sender's
 //! module is above `envelope`, `receipt` and `lead`; this file is above them all.
 
 use crate::envelope::{Envelope, Refusal};
 use crate::headers::Headers;
-use crate::lead::{static_forms_lead, Lead, LeadError};
-use crate::profile::standard_webhooks::{self, LeadPointers};
-use crate::profile::{tally, typeform, Profile};
+use crate::lead::{Lead, LeadError};
+pub use crate::mapping::LeadMapping;
+use crate::profile::sender::Sender;
+use crate::profile::standard_webhooks::StandardWebhooks;
+use crate::profile::static_forms::StaticForms;
+use crate::profile::tally::Tally;
+use crate::profile::typeform::Typeform;
+use crate::profile::Profile;
 use crate::receipt::Receipt;
+
+/// What `profile` does: its module's [`Sender`].
+pub fn sender(profile: Profile) -> &'static dyn Sender {
+    match profile {
+        Profile::StaticForms => &StaticForms,
+        Profile::StandardWebhooks => &StandardWebhooks,
+        Profile::Typeform => &Typeform,
+        Profile::Tally => &Tally,
+    }
+}
 
 impl Profile {
     /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its
     /// envelope: identity, event, the parsed body and its fingerprint.
     pub fn read(self, headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
-        match self {
-            Profile::StaticForms => crate::envelope::parse_envelope(body).map_err(Refusal::Envelope),
-            Profile::StandardWebhooks => standard_webhooks::read(headers, body),
-            Profile::Typeform => typeform::read(body).map_err(Refusal::Envelope),
-            Profile::Tally => tally::read(body).map_err(Refusal::Envelope),
-        }
+        sender(self).read(headers, body)
     }
-}
-
-/// How receipts become leads where that is configuration: the Standard Webhooks profile's
-/// JSON pointers. The other profiles' mappings are fixed by their senders' payloads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LeadMapping {
-    /// Where a `standard-webhooks` payload keeps the lead's fields.
-    pub standard_webhooks: LeadPointers,
 }
 
 /// Maps a receipt to its lead, by its profile. The lead's `external_id` is the submission ID
 /// for Static Forms (as it always was) and the receipt's key (`<profile>:<id>`) for every other
 /// profile, so the same raw ID from two senders is two leads.
 pub fn lead_from_receipt(receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError> {
-    match receipt.profile {
-        Profile::StaticForms => static_forms_lead(receipt),
-        Profile::StandardWebhooks => Ok(standard_webhooks::lead(receipt, &mapping.standard_webhooks)),
-        Profile::Typeform => typeform::lead(receipt),
-        Profile::Tally => tally::lead(receipt),
-    }
+    sender(receipt.profile).lead(receipt, mapping)
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ use crate::fingerprint::fingerprint_raw;
 use crate::headers::Headers;
 use crate::json::{self, Json};
 use crate::key::KeyError;
-use crate::lead::{as_text, Lead};
+use crate::lead::{as_text, Lead, LeadError};
+use crate::mapping::LeadMapping;
+use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
@@ -50,61 +52,43 @@ pub fn read(headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
     })
 }
 
-/// Where a Standard Webhooks payload keeps a lead's fields: a JSON Pointer (RFC 6901) for each
-/// named field, and one for the object whose other members become `extra`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeadPointers {
-    /// The name's pointer (default `/data/name`).
-    pub name: String,
-    /// The email's pointer (default `/data/email`).
-    pub email: String,
-    /// The message's pointer (default `/data/message`).
-    pub message: String,
-    /// The object whose members, but for the named ones, are `extra` (default `/data`).
-    pub extra: String,
-}
+pub use crate::mapping::{LeadPointers, LeadPointersError};
 
-impl Default for LeadPointers {
-    fn default() -> LeadPointers {
-        LeadPointers {
-            name: String::from("/data/name"),
-            email: String::from("/data/email"),
-            message: String::from("/data/message"),
-            extra: String::from("/data"),
-        }
+/// The `standard-webhooks` profile.
+pub struct StandardWebhooks;
+
+impl Sender for StandardWebhooks {
+    fn profile(&self) -> Profile {
+        Profile::StandardWebhooks
     }
-}
 
-/// Why a pointer list was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeadPointersError;
+    fn auth(&self) -> SenderAuth {
+        SenderAuth::StandardWebhooks { variable: "STANDARD_WEBHOOKS_SECRETS" }
+    }
 
-impl LeadPointers {
-    /// Reads `name=/data/full_name,email=/data/contact/email`: any of `name`, `email`,
-    /// `message`, `extra`, each at most once, each a JSON Pointer (`""` or starting with `/`);
-    /// the ones not given keep their defaults.
-    pub fn parse(text: &str) -> Result<LeadPointers, LeadPointersError> {
-        let mut pointers = LeadPointers::default();
-        let mut seen = [false; 4];
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (field, pointer) = part.split_once('=').ok_or(LeadPointersError)?;
-            let pointer = pointer.trim();
-            if !(pointer.is_empty() || pointer.starts_with('/')) {
-                return Err(LeadPointersError);
-            }
-            let (index, slot) = match field.trim() {
-                "name" => (0, &mut pointers.name),
-                "email" => (1, &mut pointers.email),
-                "message" => (2, &mut pointers.message),
-                "extra" => (3, &mut pointers.extra),
-                _ => return Err(LeadPointersError),
-            };
-            if core::mem::replace(&mut seen[index], true) {
-                return Err(LeadPointersError);
-            }
-            *slot = String::from(pointer);
+    fn read(&self, headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
+        read(headers, body)
+    }
+
+    fn lead(&self, receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError> {
+        Ok(lead(receipt, &mapping.standard_webhooks))
+    }
+
+    /// A `contact.created` event whose message is `answer`, the message ID `id`.
+    #[cfg(any(test, feature = "examples"))]
+    fn example(&self, id: &str, answer: &str) -> crate::profile::sender::Example {
+        let mut message = String::new();
+        json::write_string(answer, &mut message);
+        let body = alloc::format!(
+            r#"{{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{{"name":"Grace Hopper","email":"grace@example.com","message":{message},"plan":"pro"}}}}"#
+        );
+        crate::profile::sender::Example {
+            headers: alloc::vec![("Content-Type", String::from("application/json")), ("webhook-id", String::from(id))],
+            body: body.into_bytes(),
+            identity: String::from(id),
+            external_id: Profile::StandardWebhooks.key(id),
+            name_and_email: ("Grace Hopper", "grace@example.com"),
         }
-        Ok(pointers)
     }
 }
 

@@ -17,10 +17,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::envelope::{expect_event, identity, parse_object};
-use crate::envelope::{Envelope, EnvelopeError};
+use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
+use crate::headers::Headers;
 use crate::json::Json;
 use crate::lead::{Fields, Lead, LeadError, Named};
+use crate::mapping::LeadMapping;
+use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
@@ -94,6 +97,43 @@ fn with_option_texts(field: &Json) -> Json {
             .unwrap_or_else(|| id.clone())
     };
     Json::Array(ids.iter().map(text_of).collect::<Vec<_>>())
+}
+
+/// The `tally` profile.
+pub struct Tally;
+
+impl Sender for Tally {
+    fn profile(&self) -> Profile {
+        Profile::Tally
+    }
+
+    fn auth(&self) -> SenderAuth {
+        SenderAuth::BodySigned { header: SIGNATURE_HEADER, prefix: "", variable: "TALLY_SECRETS" }
+    }
+
+    fn read(&self, _headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
+        read(body).map_err(Refusal::Envelope)
+    }
+
+    fn lead(&self, receipt: &Receipt, _mapping: &LeadMapping) -> Result<Lead, LeadError> {
+        lead(receipt)
+    }
+
+    /// Tally's documented example (`tests/fixtures/tally.json`), the response ID (and
+    /// submission ID) `id`, the long-text answer `answer`.
+    #[cfg(any(test, feature = "examples"))]
+    fn example(&self, id: &str, answer: &str) -> crate::profile::sender::Example {
+        use crate::profile::sender::substitute;
+        let body = include_str!("../../tests/fixtures/tally.json");
+        let body = substitute(&substitute(body, "\"2wgx4n\"", id), "\"Hello world\"", answer);
+        crate::profile::sender::Example {
+            headers: alloc::vec![("Content-Type", String::from("application/json"))],
+            body: body.into_bytes(),
+            identity: String::from(id),
+            external_id: Profile::Tally.key(id),
+            name_and_email: ("", "alice@example.com"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,13 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 
 use crate::envelope::{expect_event, identity, parse_object};
-use crate::envelope::{Envelope, EnvelopeError};
+use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
+use crate::headers::Headers;
 use crate::json::Json;
 use crate::lead::{Fields, Lead, LeadError, Named};
+use crate::mapping::LeadMapping;
+use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
@@ -111,6 +114,45 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         lead.extra().insert(String::from("hidden"), hidden.clone());
     }
     Ok(lead.finish())
+}
+
+/// The `typeform` profile.
+pub struct Typeform;
+
+impl Sender for Typeform {
+    fn profile(&self) -> Profile {
+        Profile::Typeform
+    }
+
+    fn auth(&self) -> SenderAuth {
+        SenderAuth::BodySigned { header: SIGNATURE_HEADER, prefix: SIGNATURE_PREFIX, variable: "TYPEFORM_SECRETS" }
+    }
+
+    fn read(&self, _headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
+        read(body).map_err(Refusal::Envelope)
+    }
+
+    fn lead(&self, receipt: &Receipt, _mapping: &LeadMapping) -> Result<Lead, LeadError> {
+        lead(receipt)
+    }
+
+    /// Typeform's documented example (`tests/fixtures/typeform.json`, form `lT4Z3j`), the
+    /// response token `id`, the first text answer `answer`.
+    #[cfg(any(test, feature = "examples"))]
+    fn example(&self, id: &str, answer: &str) -> crate::profile::sender::Example {
+        use crate::profile::sender::substitute;
+        let body = include_str!("../../tests/fixtures/typeform.json");
+        let body = substitute(body, "\"a3a12ec67a1365927098a606107fac15\"", id);
+        let first_answer = "\"It's cold right now! I live in an older medium-sized city with a university. Geographically, the area is hilly.\"";
+        let identity = alloc::format!("lT4Z3j:{id}");
+        crate::profile::sender::Example {
+            headers: alloc::vec![("Content-Type", String::from("application/json"))],
+            body: substitute(&body, first_answer, answer).into_bytes(),
+            external_id: Profile::Typeform.key(&identity),
+            name_and_email: ("Laura", "laura@example.com"),
+            identity,
+        }
+    }
 }
 
 #[cfg(test)]

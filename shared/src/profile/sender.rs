@@ -1,0 +1,97 @@
+//! What a sender profile is, as one trait: each sender's module implements [`Sender`], and
+//! [`super::registry::sender`] lists them. A new profile is its module, its row in
+//! [`super::profiles!`]'s table and its line in the registry; the common contract
+//! (`profile/contract.rs`) then runs on it with no new test code.
+
+use alloc::string::String;
+#[cfg(any(test, feature = "examples"))]
+use alloc::vec::Vec;
+
+use crate::envelope::{Envelope, Refusal};
+use crate::headers::Headers;
+use crate::key::KeyError;
+use crate::lead::{Lead, LeadError};
+use crate::mapping::LeadMapping;
+use crate::profile::Profile;
+use crate::receipt::Receipt;
+
+/// How a profile's deliveries are authenticated: which configuration holds its secrets and
+/// what it checks. The shells configure the profile from this alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderAuth {
+    /// Static Forms' methods (Bearer, Basic, a custom header, Standard Webhooks signatures),
+    /// each from its own `WEBHOOK_*` variable.
+    StaticForms,
+    /// Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`, `webhook-signature`)
+    /// under the `whsec_` secrets listed in `variable`.
+    StandardWebhooks {
+        /// The variable that lists the secrets.
+        variable: &'static str,
+    },
+    /// `header: <prefix><base64 HMAC-SHA256 of the body>`, keyed by each secret's text, the
+    /// secrets listed in `variable`.
+    BodySigned {
+        /// The signature's header (lowercase).
+        header: &'static str,
+        /// What precedes the base64 signature in the header.
+        prefix: &'static str,
+        /// The variable that lists the secrets.
+        variable: &'static str,
+    },
+}
+
+/// One sender profile's behaviour. Its identity (name, route, key prefix, headers read) is
+/// [`Profile`]'s, low in the house; what is here reads deliveries and maps receipts.
+pub trait Sender: Sync {
+    /// The profile this is.
+    fn profile(&self) -> Profile;
+
+    /// How its deliveries are authenticated.
+    fn auth(&self) -> SenderAuth;
+
+    /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its
+    /// envelope: identity, event, the parsed body and its fingerprint.
+    fn read(&self, headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal>;
+
+    /// The receipt key of a delivery whose envelope was read: the profile's key of its
+    /// identity, unless the sender names the key itself.
+    fn key(&self, headers: &Headers, envelope: &Envelope) -> Result<String, KeyError> {
+        let _ = headers;
+        Ok(self.profile().key(&envelope.submission_id))
+    }
+
+    /// The lead a receipt of this profile becomes.
+    fn lead(&self, receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError>;
+
+    /// A delivery as the sender sends it for the submission `id`, with `answer` as a free-text
+    /// answer (another answer is other content under the same identity), unsigned: the common
+    /// contract tests and the integration tests sign it as [`Sender::auth`] says.
+    #[cfg(any(test, feature = "examples"))]
+    fn example(&self, id: &str, answer: &str) -> Example;
+}
+
+/// A sender's delivery for the contract tests ([`Sender::example`]).
+#[cfg(any(test, feature = "examples"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Example {
+    /// The headers besides authentication, as the sender spells them.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// The identity the receipt's key holds ([`Profile::key`] of it).
+    pub identity: String,
+    /// The lead's `external_id`.
+    pub external_id: String,
+    /// The lead's name and email, as the sender's payload gives them.
+    pub name_and_email: (&'static str, &'static str),
+}
+
+/// `text` with every `from` replaced by `to` as a JSON string, for examples built from a
+/// sender's documented payload. Panics when `from` is absent: the example would be stale.
+#[cfg(any(test, feature = "examples"))]
+pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "the example no longer holds {from}");
+    let mut quoted = String::new();
+    crate::json::write_string(to, &mut quoted);
+    text.replace(from, &quoted)
+}
