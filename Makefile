@@ -28,24 +28,24 @@ build-edge: setup
 
 # Mutation testing: every mutant of shared, the stream worker and the edge's configuration and
 # signer, against the tests that cover them; the summary lands in target/mutants/summary.md
-# (README "Testing"). make test runs the mutants of the change since CI last passed.
+# (docs/testing.md). make test runs the mutants of the change since CI last passed.
 mutants: setup
 	python3 scripts/mutants.py
 
 # Every benchmark on 127.0.0.1 (edge CPU against the floors, where the time goes, upload size,
 # the stream worker against the store's ceiling), into target/bench/report.md and report.json.
-# BENCH_QUICK=1 for a short run. README "Performance".
+# BENCH_QUICK=1 for a short run. docs/performance.md.
 bench:
 	scripts/setup.sh bench
 	python3 bench/run.py
 
 # Fuzzes every target in fuzz/ for FUZZ_SECONDS each (default 60) with cargo fuzz on nightly;
-# `make test` replays the corpus on stable. README "Testing".
+# `make test` replays the corpus on stable. docs/testing.md.
 fuzz:
 	scripts/fuzz.sh
 
 # The whole path under load while the store and the sink fail on a schedule: 20,000
-# deliveries, then nothing lost and memory flat, into target/soak/report.md. README "Testing".
+# deliveries, then nothing lost and memory flat, into target/soak/report.md. docs/testing.md.
 soak: setup
 	cargo build -p stream-worker
 	scripts/build-edge.sh
@@ -53,7 +53,7 @@ soak: setup
 
 # The capacity model at 1 to 10,000 deliveries/s, the cost per million, and simulated bursts
 # above a CRM's limit (deterministic; SEED=n for another run): target/capacity/report.md and
-# backlog.svg. Python's standard library only. docs/capacity.md, README "How far it scales".
+# backlog.svg. Python's standard library only. docs/capacity.md, docs/capacity.md.
 capacity:
 	python3 capacity/run.py $(if $(SEED),--seed $(SEED))
 
@@ -77,7 +77,7 @@ dev: setup
 demo:
 	python3 scripts/demo.py
 
-# Production (README "Deploying"). The AWS half first: table, stream worker, reconcile, alarms.
+# Production (docs/deploying.md). The AWS half first: table, stream worker, reconcile, alarms.
 # DRY_RUN=1 runs the offline checks only (lint, sam validate, the arm64 build; the bundle).
 deploy-aws: setup
 	scripts/deploy-aws.sh $(if $(DRY_RUN),--dry-run)

@@ -34,7 +34,7 @@ SF_COLLECTIONS = ("https://developer.salesforce.com/docs/platform/api-rest/guide
                   "resources-composite-sobjects-collections-upsert.html")
 PG_CONNECTIONS = "https://www.postgresql.org/docs/current/runtime-config-connection.html"
 CW_PRICING = "https://aws.amazon.com/cloudwatch/pricing/"
-BENCH = "README.md \"Performance\" (make bench, 2026-12-01)"
+BENCH = "docs/performance.md (make bench, 2026-12-01)"
 
 
 @dataclass(frozen=True)

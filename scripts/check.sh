@@ -24,6 +24,7 @@ fi
 if [[ ${#crates[@]} -eq 0 ]]; then
   cargo fmt --all -- --check
   python3 scripts/check-layers.py
+  python3 scripts/check-links.py
   echo "check: no crate differs from HEAD (name some: make check CRATES=\"shared stream-worker\")"
   exit 0
 fi
@@ -31,6 +32,7 @@ echo "check: ${crates[*]}"
 
 cargo fmt --all -- --check
 python3 scripts/check-layers.py
+python3 scripts/check-links.py
 for crate in "${crates[@]}"; do
   case "$crate" in
     fuzz)

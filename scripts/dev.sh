@@ -125,7 +125,7 @@ print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
   xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$edge_user")
   EDGE_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")
   EDGE_SECRET_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")
-  # An operator's key for `stream-worker receipts` and `reconcile` (README "Operating").
+  # An operator's key for `stream-worker receipts` and `reconcile` (docs/operating.md).
   TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
   read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-operator "{\"Version\":\"2012-10-17\",\"Statement\":[
     {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Query\",\"dynamodb:Scan\",\"dynamodb:DescribeTable\"],

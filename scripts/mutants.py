@@ -3,7 +3,7 @@
 `make test`): cargo-mutants changes one piece of production code at a time and runs the tests
 that cover it; a mutant no test catches is code whose breakage would go unnoticed.
 
-Scopes, each against its crate's unit and property tests (README "Testing"):
+Scopes, each against its crate's unit and property tests (docs/testing.md):
   shared        every file of the core
   stream-worker every file: the decisions (handler, receipt marking, the sinks' answers and
                 field mapping) and the operator's commands (operate, inventory, cli, metrics,

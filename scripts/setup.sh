@@ -51,7 +51,7 @@ worker_build() {
   fi
 }
 
-# cargo-mutants: `make mutants` and the mutants of a change in `make test` (README "Testing").
+# cargo-mutants: `make mutants` and the mutants of a change in `make test` (docs/testing.md).
 cargo_mutants() {
   local want=27.1.0
   if [ "$(cargo mutants --version 2>/dev/null | awk '{print $NF}')" != "$want" ]; then

@@ -21,6 +21,10 @@ step "every import points to a lower layer (ARCHITECTURE.md's layers)"
 python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
 
+step "every relative link in the Markdown resolves"
+python3 scripts/check-links.py --self-test
+python3 scripts/check-links.py
+
 step "clippy (native, all targets)"
 cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32: shared, edge)"

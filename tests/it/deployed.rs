@@ -8,7 +8,7 @@
 //! settles a receipt the stream left waiting; an operator's key redrives a FAILED one through
 //! the deployed mapping; and the functions' EMF lines carry every metric the alarms watch.
 //!
-//! What the local AWS cannot show (README "Deploying"): ministack 1.5.33's
+//! What the local AWS cannot show (docs/deploying.md): ministack 1.5.33's
 //! DynamoDB stream mappings ignore `batchItemFailures` and `BisectBatchOnFunctionError` (a
 //! batch the function answers is passed, a batch it fails is retried whole until
 //! `MaximumRecordAgeInSeconds`), so a record the sink refused is not retried by the mapping here

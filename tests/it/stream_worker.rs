@@ -849,7 +849,7 @@ fn changed_lead(id: &str) -> Lead {
     lead
 }
 
-/// README: a redelivery with changed content updates every column but `created_at`, and counts.
+/// docs/sinks.md: a redelivery with changed content updates every column but `created_at`, and counts.
 async fn assert_redelivery_updates_every_column(before: LeadRow, after: LeadRow) {
     assert_eq!(column(&before, "upsert_count"), "1", "{before:?}");
     assert_eq!(column(&after, "upsert_count"), "2", "{after:?}");

@@ -77,7 +77,7 @@ pub fn poll_mode_policy(table: &str) -> Value {
 }
 
 /// What an operator's key needs for `stream-worker receipts` and `reconcile` (no role of the
-/// template: README "Operating" lists it): read the table and the `pending` index, update
+/// template: docs/operating.md lists it): read the table and the `pending` index, update
 /// receipts; never put or delete one.
 pub fn operator_policy(table: &str) -> Value {
     json!({"Version": "2012-10-17", "Statement": [{

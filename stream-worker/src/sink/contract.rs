@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn a_records_budget_is_its_calls_at_their_timeouts_and_the_store_update() {
-        // README: one call of 10 s and 11 s for the store; the function's timeout covers it.
+        // docs/sinks.md: one call of 10 s and 11 s for the store; the function's timeout covers it.
         assert_eq!(OneCall.record_budget(), Duration::from_secs(21));
         assert_eq!(RECEIPT_UPDATE_BUDGET, Duration::from_secs(11));
         assert!(RECEIPT_UPDATE_BUDGET > 2 * DYNAMODB_OPERATION_TIMEOUT, "a read and the update, with a margin");

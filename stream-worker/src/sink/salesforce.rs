@@ -159,7 +159,7 @@ mod tests {
         };
         let sink = Salesforce::new(reqwest::Client::new(), login, "62.0", "F__c");
         // A token, the upsert, both again after an expired session, and the upsert once more
-        // without an email Salesforce refused; README: 61 s.
+        // without an email Salesforce refused; docs/sinks.md: 61 s.
         assert_eq!(sink.record_budget(), std::time::Duration::from_secs(61));
         assert_eq!(sink.field(), "F__c", "the field its refusals are read against");
     }
