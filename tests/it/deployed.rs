@@ -25,10 +25,9 @@ use tests::delivery;
 use tests::edge::Edge;
 use tests::ministack::Ministack;
 use tests::senders;
+use tests::stack::{edge_bindings, TABLE};
 use tests::stub_http::WebhookStandIn;
 use tests::template::{alarm_metrics, AlarmMetric};
-
-const TABLE: &str = "receipts";
 
 /// Deploys the stack with `scripts/deploy-aws.sh` (its local mode), the function being the
 /// binary the suite tests.
@@ -65,16 +64,10 @@ fn deployed() -> Deployed {
     deploy(&aws, &secret);
     // The edge signs with a key of the stack's own EdgeUser (PutItem on the table, nothing else).
     let key = aws.access_key_of_user_named("EdgeUser");
-    let mut bindings = vec![
-        ("RECEIPTS_TABLE", TABLE.to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("DYNAMODB_ENDPOINT", aws.endpoint()),
-        ("AWS_ACCESS_KEY_ID", key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", key.secret.clone()),
-        ("WEBHOOK_BEARER_TOKENS", delivery::BEARER.to_owned()),
-    ];
-    bindings.extend(senders::bindings());
-    let edge = Edge::start(&bindings);
+    // The Worker's default store deadline (5 s): the whole local AWS answers slower than a store alone.
+    let mut extra = senders::bindings();
+    extra.push(("STORE_TIMEOUT_MS", "5000".to_owned()));
+    let edge = Edge::start(&edge_bindings(&aws.endpoint(), &key, &extra));
     Deployed { aws, sink, edge }
 }
 

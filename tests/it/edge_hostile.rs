@@ -11,7 +11,8 @@ use serde_json::Value;
 use tests::delivery::{self, BEARER, SIGNING_KEY};
 use tests::http::HeaderList;
 
-use crate::edge_receiver::{body, deliver, headers, stack, Stack};
+use crate::edge_receiver::{body, deliver, headers, stack};
+use tests::stack::Stack;
 
 const TABLE: &str = "receipts";
 /// The Worker's default body limit (256 KiB).

@@ -18,9 +18,7 @@ use tests::ministack::AccessKey;
 use tests::proxy::{FaultProxy, Mode};
 
 use crate::edge_receiver::{bindings, body, deliver, headers, stack};
-
-/// The table `stack()` creates and the Worker's bindings name.
-const TABLE: &str = "receipts";
+use tests::stack::TABLE;
 
 /// A key for a Worker whose store is never really reached.
 fn unused_key() -> AccessKey {
@@ -273,7 +271,7 @@ fn log_lines_hold_no_credential_of_any_auth_method_right_or_wrong() {
         delivery::whsec(WRONG_SIGNING_KEY),
         String::from_utf8(delivery::SIGNING_KEY.to_vec()).unwrap(),
         String::from_utf8(WRONG_SIGNING_KEY.to_vec()).unwrap(),
-        s.key.secret.clone(),
+        s.edge_key.secret.clone(),
     ]);
 
     // One delivery per method, with the right and a wrong credential; the outcome each logs.

@@ -3,52 +3,34 @@
 //! Each test starts its own store and Worker on ephemeral 127.0.0.1 ports, so tests run in
 //! parallel and leave nothing running.
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
 use tests::edge::Edge;
 use tests::free_port;
 use tests::http::{Answer, HeaderList};
-use tests::ministack::{AccessKey, Ministack};
+use tests::ministack::AccessKey;
 use tests::proxy::{FaultProxy, Mode};
+use tests::stack::{edge_bindings, every_static_forms_method, Stack, TABLE};
 
-const TABLE: &str = "receipts";
+/// The receiver's bindings besides [`edge_bindings`]'s: every Static Forms method, a retired
+/// bearer token beside the current one, and a 1.5 s store deadline.
+fn receiver_bindings() -> Vec<(&'static str, String)> {
+    let mut all = every_static_forms_method();
+    all.push(("STORE_TIMEOUT_MS", "1500".to_owned()));
+    all.push(("WEBHOOK_BEARER_TOKENS", format!("retired-token,{BEARER}")));
+    all
+}
 
-/// Every binding the Worker reads, with every auth method configured.
+/// Every binding the Worker reads, with every auth method configured; `extra` adds or replaces.
 pub(crate) fn bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
-    let mut all: BTreeMap<&'static str, String> = BTreeMap::from([
-        ("RECEIPTS_TABLE", TABLE.to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("DYNAMODB_ENDPOINT", endpoint.to_owned()),
-        ("AWS_ACCESS_KEY_ID", key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", key.secret.clone()),
-        ("STORE_TIMEOUT_MS", "1500".to_owned()),
-        ("WEBHOOK_BEARER_TOKENS", format!("retired-token,{BEARER}")),
-        ("WEBHOOK_BASIC_CREDENTIALS", format!("{BASIC_USER}:{BASIC_PASSWORD}")),
-        ("WEBHOOK_HEADER_NAME", HEADER_NAME.to_owned()),
-        ("WEBHOOK_HEADER_VALUES", HEADER_VALUE.to_owned()),
-        ("WEBHOOK_SIGNING_SECRETS", delivery::signing_secret()),
-    ]);
-    for (name, value) in extra {
-        all.insert(name, (*value).to_owned());
-    }
-    all.into_iter().collect()
+    let mut all = receiver_bindings();
+    all.extend(extra.iter().map(|(name, value)| (*name, (*value).to_owned())));
+    edge_bindings(endpoint, key, &all)
 }
 
-/// A store with a receipts table and an IAM key, and a Worker pointed at it.
-pub(crate) struct Stack {
-    pub(crate) store: Ministack,
-    pub(crate) key: AccessKey,
-    pub(crate) edge: Edge,
-}
-
+/// A store with a receipts table and the edge's IAM key, and a Worker pointed at it.
 pub(crate) fn stack() -> Stack {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let key = store.edge_access_key("edge", TABLE);
-    let edge = Edge::start(&bindings(&store.endpoint(), &key, &[]));
-    Stack { store, key, edge }
+    Stack::builder("edge").bindings(receiver_bindings()).start()
 }
 
 /// Content type, bearer token and the right idempotency key for `id`.
@@ -186,7 +168,7 @@ fn every_auth_method_is_checked_and_nothing_is_written_for_a_wrong_one() {
 #[test]
 fn a_signature_the_store_rejects_is_never_a_success() {
     let s = stack();
-    let wrong = AccessKey { id: s.key.id.clone(), secret: "not-the-secret".into() };
+    let wrong = AccessKey { id: s.edge_key.id.clone(), secret: "not-the-secret".into() };
     let edge = Edge::start(&bindings(&s.store.endpoint(), &wrong, &[]));
     let answer = deliver(&edge, &headers("sub_badsig"), &body("sub_badsig"));
     // The store refuses the signature: a configuration fault, never a success, answered 503
@@ -209,7 +191,7 @@ async fn the_edge_s_key_may_put_receipts_and_nothing_else_as_in_production() {
     // it would be in production, so such a change fails the suite instead of the first deploy.
     let s = stack();
     assert_eq!(deliver(&s.edge, &headers("sub_policy_put"), &body("sub_policy_put")).status, 202);
-    let client = aws_sdk_dynamodb::Client::new(&tests::aws::sdk_config(&s.store, &s.key).await);
+    let client = aws_sdk_dynamodb::Client::new(&tests::aws::sdk_config(&s.store, &s.edge_key).await);
     let key = aws_sdk_dynamodb::types::AttributeValue::S(delivery::key("sub_policy_put"));
     let read = client.get_item().table_name(TABLE).key("pk", key.clone()).send().await;
     let denied = read.expect_err("GetItem is not the edge's");
@@ -290,7 +272,7 @@ fn retention_days_is_the_stored_receipt_s_expiry() {
     // The default (30 days) and a configured RETENTION_DAYS, read back from the items the
     // Worker wrote: `expiresAt` is the table's TTL attribute, in epoch seconds.
     let s = stack();
-    let seven = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("RETENTION_DAYS", "7")]));
+    let seven = Edge::start(&bindings(&s.store.endpoint(), &s.edge_key, &[("RETENTION_DAYS", "7")]));
     for (edge, id, days) in [(&s.edge, "sub_keep_30", 30), (&seven, "sub_keep_7", 7)] {
         let before = delivery::now_secs();
         assert_eq!(deliver(edge, &headers(id), &body(id)).status, 202);
@@ -426,7 +408,7 @@ fn log_lines_hold_no_secret_and_no_form_content() {
         HEADER_VALUE,
         "wrong-token-value",
         &delivery::signing_secret(),
-        &s.key.secret,
+        &s.edge_key.secret,
         delivery::VISITOR_NAME,
         delivery::VISITOR_EMAIL,
         delivery::VISITOR_MESSAGE,
@@ -473,7 +455,7 @@ fn log_lines_hold_no_secret_and_no_form_content() {
 fn store_answers_that_prove_nothing_are_503_and_redirects_are_not_followed() {
     let s = stack();
     let proxy = FaultProxy::start(s.store.port);
-    let edge = Edge::start(&bindings(&proxy.endpoint(), &s.key, &[]));
+    let edge = Edge::start(&bindings(&proxy.endpoint(), &s.edge_key, &[]));
     let cases = [
         (
             "200 with an error type",
@@ -505,7 +487,7 @@ fn store_answers_that_prove_nothing_are_503_and_redirects_are_not_followed() {
 #[test]
 fn a_body_whose_receipt_would_not_fit_is_refused_before_writing() {
     let s = stack();
-    let edge = Edge::start(&bindings(&s.store.endpoint(), &s.key, &[("MAX_BODY_BYTES", "1048576")]));
+    let edge = Edge::start(&bindings(&s.store.endpoint(), &s.edge_key, &[("MAX_BODY_BYTES", "1048576")]));
     let with_message = |id: &str, len: usize| delivery::body(id, &"m".repeat(len), delivery::now_secs());
     let too_big = with_message("sub_huge", 450_000);
     let answer = deliver(&edge, &headers("sub_huge"), &too_big);

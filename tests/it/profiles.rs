@@ -8,55 +8,31 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use shared::profile::registry::sender;
 use shared::profile::Profile;
-use stream_worker::config::SinkConfig;
-use stream_worker::handler::Handler;
-use stream_worker::receipts::DynamoReceipts;
-use stream_worker::sink::Sink;
-use tests::aws::sdk_config;
-use tests::delivery::BEARER;
-use tests::edge::Edge;
 use tests::http::Answer;
-use tests::ministack::Ministack;
-use tests::proxy::{FaultProxy, Mode};
+use tests::proxy::Mode;
 use tests::senders;
+use tests::stack::{Stack, TABLE};
 use tests::worker;
-use tests::TempDir;
 
-const TABLE: &str = "receipts";
 const PROFILES: [Profile; 4] = Profile::ALL;
 
-/// Every part of the path, running, with every profile enabled (or those in `profiles`).
-struct Path {
-    store: Ministack,
-    proxy: FaultProxy,
-    edge: Edge,
-    config: aws_config::SdkConfig,
-    dir: TempDir,
+/// Every part of the path, running ([`Stack`], the Worker through a fault proxy), with every
+/// profile enabled (or those in `profiles`).
+struct Path(Stack);
+
+impl std::ops::Deref for Path {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        &self.0
+    }
 }
 
 async fn path(profiles: Option<&str>) -> Path {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key = store.worker_access_key("worker", TABLE);
-    let proxy = FaultProxy::start(store.port);
-    let mut bindings = vec![
-        ("RECEIPTS_TABLE", TABLE.into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("DYNAMODB_ENDPOINT", proxy.endpoint()),
-        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
-        ("STORE_TIMEOUT_MS", "1000".into()),
-        ("WEBHOOK_BEARER_TOKENS", BEARER.into()),
-    ];
-    bindings.extend(senders::bindings());
+    let mut bindings = senders::bindings();
     if let Some(profiles) = profiles {
-        bindings.retain(|(name, _)| *name != "WEBHOOK_PROFILES");
         bindings.push(("WEBHOOK_PROFILES", profiles.into()));
     }
-    let edge = Edge::start(&bindings);
-    let config = sdk_config(&store, &worker_key).await;
-    Path { store, proxy, edge, config, dir: TempDir::new("profiles") }
+    Path(Stack::builder("profiles").through_proxy().bindings(bindings).start_with_worker().await)
 }
 
 impl Path {
@@ -69,14 +45,7 @@ impl Path {
     }
 
     async fn drain(&self) {
-        let receipts: DynamoReceipts = worker::receipts(&self.config, TABLE);
-        let path = self.dir.0.join("leads.db").display().to_string();
-        let handler = Handler {
-            sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
-            receipts,
-            mapping: Default::default(),
-        };
-        worker::drain(&worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json")), &handler).await;
+        worker::drain(&self.poller(), &self.sqlite_handler().await).await;
     }
 
     /// Receipts as `pk -> (profile, status)`.
@@ -162,16 +131,16 @@ async fn a_store_outage_is_503_with_nothing_claimed_and_the_retry_stores_it_once
             Mode::Refuse,
             Mode::Answer(500, r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
         ] {
-            p.proxy.set(mode);
+            p.proxy().set(mode);
             let answer = p.send(profile, &id, &body, None);
             assert_eq!(answer.status, 503, "{key}: {}", answer.body);
             assert!(answer.header("Retry-After").is_some(), "{key}");
             assert!(!p.receipts().contains_key(&key), "{key}: nothing stored");
         }
         // The write happens, the answer is lost: still 503, and the retry is the duplicate.
-        p.proxy.set(Mode::DropResponse { times: 1 });
+        p.proxy().set(Mode::DropResponse { times: 1 });
         assert_eq!(p.send(profile, &id, &body, None).status, 503, "{key}");
-        p.proxy.set(Mode::PassThrough);
+        p.proxy().set(Mode::PassThrough);
         assert_eq!(p.send(profile, &id, &body, None).status, 200, "{key}");
         p.drain().await;
         assert_eq!(p.leads().get(&lead).map(|l| l.3), Some(1), "{key}: one lead");

@@ -8,29 +8,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::json;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
-use stream_worker::poll::Poller;
-use stream_worker::receipts::DynamoReceipts;
 use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::Sink;
-use tests::aws::sdk_config;
 use tests::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
-use tests::edge::Edge;
 use tests::http::{Answer, HeaderList};
-use tests::ministack::{AccessKey, Ministack};
 use tests::postgres::Postgres;
-use tests::proxy::{FaultProxy, Mode};
+use tests::proxy::Mode;
+use tests::stack::{every_static_forms_method, Stack, TABLE};
 use tests::worker::{self, CrashBeforeMark};
-use tests::TempDir;
 
-const TABLE: &str = "receipts";
+/// Every part of the path, running ([`Stack`], the Worker through a fault proxy, every Static
+/// Forms method), and the stream worker's SDK configuration.
+struct Path(Stack);
 
-/// Every part of the path, running.
-struct Path {
-    store: Ministack,
-    proxy: FaultProxy,
-    edge: Edge,
-    config: aws_config::SdkConfig,
-    dir: TempDir,
+impl std::ops::Deref for Path {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        &self.0
+    }
 }
 
 async fn path() -> Path {
@@ -39,48 +34,11 @@ async fn path() -> Path {
 
 /// [`path`] with more Worker bindings.
 async fn path_with(extra: &[(&'static str, String)]) -> Path {
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key: AccessKey = store.worker_access_key("worker", TABLE);
-    let proxy = FaultProxy::start(store.port);
-    let mut bindings = vec![
-        ("RECEIPTS_TABLE", TABLE.into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("DYNAMODB_ENDPOINT", proxy.endpoint()),
-        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
-        ("STORE_TIMEOUT_MS", "1000".into()),
-        ("WEBHOOK_BEARER_TOKENS", BEARER.into()),
-        ("WEBHOOK_BASIC_CREDENTIALS", format!("{BASIC_USER}:{BASIC_PASSWORD}")),
-        ("WEBHOOK_HEADER_NAME", HEADER_NAME.into()),
-        ("WEBHOOK_HEADER_VALUES", HEADER_VALUE.into()),
-        ("WEBHOOK_SIGNING_SECRETS", delivery::signing_secret()),
-    ];
-    bindings.extend(extra.iter().cloned());
-    let edge = Edge::start(&bindings);
-    let config = sdk_config(&store, &worker_key).await;
-    Path { store, proxy, edge, config, dir: TempDir::new("path") }
+    let builder = Stack::builder("path").through_proxy().bindings(every_static_forms_method());
+    Path(builder.bindings(extra.to_vec()).start_with_worker().await)
 }
 
 impl Path {
-    fn poller(&self) -> Poller {
-        worker::poller(&self.config, TABLE, self.dir.0.join("checkpoint.json"))
-    }
-
-    fn receipts(&self) -> DynamoReceipts {
-        worker::receipts(&self.config, TABLE)
-    }
-
-    async fn sqlite_handler(&self) -> Handler<Sink, DynamoReceipts> {
-        let path = self.dir.0.join("leads.db").display().to_string();
-        Handler {
-            mapping: Default::default(),
-            sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
-            receipts: self.receipts(),
-        }
-    }
-
     fn sqlite_leads(&self) -> Vec<(String, i64)> {
         let connection = rusqlite::Connection::open(self.dir.0.join("leads.db")).unwrap();
         let mut statement =
@@ -173,10 +131,10 @@ async fn a_lost_response_is_retried_into_a_duplicate_with_one_receipt_and_one_le
     let p = path().await;
     let handler = p.sqlite_handler().await;
     let body = delivery::body("e2e_lost", delivery::VISITOR_MESSAGE, delivery::now_secs());
-    p.proxy.set(Mode::DropResponse { times: 1 });
+    p.proxy().set(Mode::DropResponse { times: 1 });
     let first = p.send_body("e2e_lost", &body);
     assert_eq!(first.status, 503, "{}", first.body);
-    assert_eq!(p.proxy.forwarded.load(Ordering::Relaxed), 1, "the PutItem reached the store");
+    assert_eq!(p.proxy().forwarded.load(Ordering::Relaxed), 1, "the PutItem reached the store");
     assert_eq!(p.receipts_now(), [("e2e_lost".to_owned(), "RECEIVED".to_owned())], "and was stored");
     // The sender retries, as Static Forms does on a 5xx.
     let retry = p.send_body("e2e_lost", &body);
@@ -299,13 +257,13 @@ async fn a_store_failure_before_the_put_is_never_a_success_and_recovery_gives_ex
     ];
     for (name, mode) in faults {
         let id = format!("e2e_fault_{name}");
-        p.proxy.set(mode);
+        p.proxy().set(mode);
         for attempt in 0..2 {
             let answer = p.send(&id);
             assert_eq!(answer.status, 503, "{name} attempt {attempt}: {}", answer.body);
         }
         assert!(p.receipts_now().iter().all(|(sid, _)| *sid != id), "{name}: no receipt");
-        p.proxy.set(Mode::PassThrough);
+        p.proxy().set(Mode::PassThrough);
         assert_eq!(p.send(&id).status, 202, "{name}: the retry after recovery stores it");
         assert_eq!(p.send(&id).status, 200, "{name}: and a further retry is a duplicate");
     }

@@ -18,6 +18,7 @@ pub mod process;
 pub mod proxy;
 pub mod senders;
 pub mod soak;
+pub mod stack;
 pub mod streams_standin;
 pub mod stub_http;
 pub mod template;

@@ -19,19 +19,16 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::delivery::{self, BEARER};
-use crate::edge::Edge;
 use crate::http::send;
 use crate::ministack::Ministack;
-use crate::process::TempDir;
 use crate::proxy::{FaultProxy, Mode};
+use crate::stack::{Stack, TABLE};
 use crate::stub_http::WebhookStandIn;
 use crate::worker::PollerProcess;
 
 mod report;
 
 pub use report::Report;
-
-const TABLE: &str = "receipts";
 
 /// How big and how long.
 #[derive(Clone, Debug)]
@@ -226,26 +223,14 @@ fn receipts(store: &Ministack) -> Vec<(String, String)> {
 /// Runs the soak; `progress` is told what is happening.
 pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let started = Instant::now();
-    let store = Ministack::start();
-    store.create_receipts_table(TABLE);
-    let edge_key = store.edge_access_key("edge", TABLE);
-    let worker_key = store.worker_access_key("worker", TABLE);
-    let store_proxy = FaultProxy::start(store.port);
-    let edge = Edge::start(&[
-        ("RECEIPTS_TABLE", TABLE.to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("DYNAMODB_ENDPOINT", store_proxy.endpoint()),
-        ("AWS_ACCESS_KEY_ID", edge_key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", edge_key.secret.clone()),
-        ("STORE_TIMEOUT_MS", "1000".to_owned()),
-        ("WEBHOOK_BEARER_TOKENS", BEARER.to_owned()),
-    ]);
+    let stack = Stack::builder("soak").through_proxy().start();
+    let Stack { store, worker_key, edge, dir, .. } = &stack;
+    let store_proxy = stack.proxy();
     let sink = WebhookStandIn::start();
     let sink_proxy = FaultProxy::start(sink.server.port);
-    let dir = TempDir::new("soak");
     let worker = PollerProcess::start(
-        &store,
-        &worker_key,
+        store,
+        worker_key,
         &format!("{}/leads", sink_proxy.endpoint()),
         &delivery::signing_secret(),
         &dir.0,
@@ -379,7 +364,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     // making progress for `drain_limit`.
     let drain_started = Instant::now();
     let completed = |seen: &[(String, String)]| seen.iter().filter(|(_, status)| status == "COMPLETED").count();
-    let mut seen = receipts(&store);
+    let mut seen = receipts(store);
     let (mut last_progress, mut best) = (Instant::now(), completed(&seen));
     let mut drain_seconds = None;
     while last_progress.elapsed() < params.drain_limit {
@@ -388,7 +373,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
-        seen = receipts(&store);
+        seen = receipts(store);
         if completed(&seen) > best {
             (last_progress, best) = (Instant::now(), completed(&seen));
         }
