@@ -8,6 +8,11 @@ inline link or image `[text](target)` whose target is not a URL (`http:`, `https
 letters, digits, spaces, `-` and `_` kept; spaces to `-`; a repeated heading gets `-1`, `-2`).
 Links inside code (fenced blocks and `backticks`) are not links and are skipped.
 
+The prose also names code: a backticked path from the repository's root (`shared/src/auth.rs`,
+`template.yaml`; its first part exists at the root) must exist; `path:12` or `path:12-30` must be within the file; `path::name` and "`name` in
+`path`" (also "`a` and `b` in `path`") must find `name` (its last `::` part) in that file. So a
+moved file or a renamed function fails here instead of misleading a reader.
+
     python3 scripts/check-links.py             check the repository
     python3 scripts/check-links.py --self-test the check on files of its own
 """
@@ -53,6 +58,55 @@ def anchors(raw):
     return result
 
 
+CODE_PATH = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:rs|py|sh|yaml|toml|mjs|js|json|md|txt))(?::(\d+)(?:-(\d+))?|::([\w:]+))?`")
+NAMED_IN = re.compile(r"`([\w:]+)`(?:,? (?:and|or) `([\w:]+)`)? (?:in|there,? in) `((?:[\w.-]+/)*[\w.-]+\.(?:rs|py|sh|yaml|toml))`")
+
+
+def code_references(root, name, raw):
+    """The problems with the code `name`'s prose names: missing files, lines past the end,
+    names not found."""
+    problems, texts = [], {}
+
+    def text_of(path):
+        if path not in texts:
+            with open(path, encoding="utf-8") as f:
+                texts[path] = f.read()
+        return texts[path]
+
+    fenced = False
+    for number, line in enumerate(raw.split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for match in CODE_PATH.finditer(line):
+            path, first, last, item = match.groups()
+            where = os.path.join(root, path)
+            if not os.path.exists(os.path.join(root, path.split("/")[0])):
+                continue  # a bare name (`lib.rs`) or one within a crate (`it/sinks.rs`): not from the root
+            if "<" in path or path.startswith(("target/", ".dev/", "node_modules/")):
+                continue
+            if not os.path.exists(where):
+                problems.append(f"{name}:{number}: `{path}`: no such file")
+                continue
+            if first and os.path.isfile(where):
+                lines = text_of(where).count("\n") + 1
+                if int(last or first) > lines:
+                    problems.append(f"{name}:{number}: `{match.group(0)[1:-1]}`: the file has {lines} lines")
+            if item and item.split("::")[-1] not in text_of(where):
+                problems.append(f"{name}:{number}: `{path}::{item}`: not found there")
+        for match in NAMED_IN.finditer(line):
+            first, second, path = match.groups()
+            where = os.path.join(root, path)
+            if not os.path.isfile(where):
+                continue  # reported above
+            for item in filter(None, (first, second)):
+                if item.split("::")[-1] not in text_of(where):
+                    problems.append(f"{name}:{number}: `{item}` in `{path}`: not found there")
+    return problems
+
+
 def check(root, files):
     """The broken links of `files` (paths relative to `root`), as messages."""
     problems = []
@@ -60,6 +114,7 @@ def check(root, files):
         path = os.path.join(root, name)
         with open(path, encoding="utf-8") as f:
             raw = f.read()
+        problems += code_references(root, name, raw)
         for number, line in enumerate(prose(raw).split("\n"), 1):
             for match in LINK.finditer(line):
                 target = match.group(1)
@@ -103,6 +158,15 @@ def self_test():
         bad = check(root, ["docs/b.md"])
         assert [p.split(": ", 1)[0] for p in bad] == ["docs/b.md:1"] * 3, bad
         assert "c.md: no such file" in bad[0] and "#other" in bad[1] and "#nothing" in bad[2], bad
+        os.makedirs(os.path.join(root, "src"))
+        with open(os.path.join(root, "src/lib.rs"), "w", encoding="utf-8") as f:
+            f.write("fn present() {}\nfn other() {}\n")
+        with open(os.path.join(root, "docs/c.md"), "w", encoding="utf-8") as f:
+            f.write("`src/lib.rs:2` `src/lib.rs::present` `present` and `other` in `src/lib.rs` `lib.rs`\n"
+                    "`src/gone.rs` `src/lib.rs:3-9` `src/lib.rs::absent` `absent` in `src/lib.rs`\n")
+        bad = check(root, ["docs/c.md"])
+        assert [p.split(": ", 1)[0] for p in bad] == ["docs/c.md:2"] * 4, bad
+        assert "no such file" in bad[0] and "3 lines" in bad[1] and "not found" in bad[2] and "absent" in bad[3], bad
     print("check-links: self-test passed")
 
 
