@@ -9,7 +9,8 @@ ARCHITECTURE.md's "Layers" section lists, per crate, its modules by layer, lowes
       ...
 
 A module is a file (`lib.rs` is the crate root and is not checked; `a.rs` and `a/mod.rs` are
-`a`; `a/b.rs` is `a::b`). A dependency is any path to another module of the crate: `use
+`a`; `a/b.rs` is `a::b`). `a::*` places every child of `a` that the list does not name
+elsewhere (each sender profile's module, so a new one needs no line here). A dependency is any path to another module of the crate: `use
 crate::...`, `use super::...`, `crate::x::Y` or `super::Y` in code, and `name::Y` where `name`
 is a module brought in by `use` or a child declared with `mod name;`. Comments, string literals
 and `#[cfg(test)]` items (tests may use what they like) are left out. The check fails when a
@@ -203,6 +204,13 @@ def check(src, layers, show_edges=False):
     texts = modules(src)
     edges = dependencies(texts)
     problems = []
+    layers = dict(layers)
+    for pattern in [m for m in layers if m.endswith("::*")]:
+        layer, prefix = layers.pop(pattern), pattern[:-1]
+        children = [m for m in texts if m.startswith(prefix) and "::" not in m[len(prefix):] and m not in layers]
+        if not children:
+            problems.append(f"{src}: the layers name `{pattern}`, which matches no module")
+        layers.update({child: layer for child in children})
     for module in sorted(set(texts) - {"crate"} - set(layers)):
         problems.append(f"{src}: module `{module}` is on no layer (add it to ARCHITECTURE.md's layers)")
     for module in sorted(set(layers) - set(texts)):
@@ -246,6 +254,12 @@ def self_test():
                                     "d/e.rs": "pub struct E; use super::D;"}, {**layers, "d": 3, "d::e": 4}, 1),
         ("an unlisted module", {**base, "lib.rs": "mod a; mod b; mod c; mod d;", "d.rs": ""}, layers, 1),
         ("a listed module that is gone", base, {**layers, "z": 3}, 1),
+        ("children placed by a pattern", {**base, "lib.rs": "mod a; mod b; mod c; mod d;", "d.rs": "mod e; mod f;",
+                                          "d/e.rs": "use crate::a::A;", "d/f.rs": "use crate::a::A;"},
+         {**layers, "d": 4, "d::*": 3}, 0),
+        ("a pattern's child importing up", {**base, "lib.rs": "mod a; mod b; mod c; mod d;", "d.rs": "mod e;",
+                                            "d/e.rs": "use crate::c::C;"}, {**layers, "d": 4, "d::*": 2}, 1),
+        ("a pattern that matches nothing", base, {**layers, "z::*": 3}, 1),
     ]
     failed = False
     for name, files, declared, expected in cases:

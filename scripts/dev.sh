@@ -165,16 +165,27 @@ if [ ! -f .dev.vars ]; then
   sed "s/^WEBHOOK_BEARER_TOKENS=.*/WEBHOOK_BEARER_TOKENS=$token/" .dev.vars.example >.dev.vars
   say "created .dev.vars with a new bearer token"
 fi
-# Every sender profile gets a local secret, added once (also to a .dev.vars made before profiles).
-add_secret() { # name value
-  grep -q "^$1=" .dev.vars || { printf '%s=%s\n' "$1" "$2" >>.dev.vars; say "added a local $1 to .dev.vars"; }
-}
-add_secret STANDARD_WEBHOOKS_SECRETS "whsec_$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
-add_secret TYPEFORM_SECRETS "$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
-add_secret TALLY_SECRETS "$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+# Every registered sender profile (`stream-worker profiles`) is enabled and gets a local
+# secret in the variable it names, added once (also to a .dev.vars made before it existed).
+target/debug/stream-worker profiles >"$STATE/profiles.json"
+python3 - "$STATE/profiles.json" <<'PY'
+import base64, json, re, secrets, sys
+with open(".dev.vars") as f:
+    present = {m.group(1) for m in re.finditer(r"^(\w+)=", f.read(), re.M)}
+for profile in json.load(open(sys.argv[1])):
+    auth = profile["auth"]
+    if "variable" not in auth or auth["variable"] in present:
+        continue
+    secret = secrets.token_urlsafe(24)
+    if auth["scheme"] == "standard-webhooks":
+        secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    with open(".dev.vars", "a") as f:
+        f.write(f"{auth['variable']}={secret}\n")
+    print(f"dev: added a local {auth['variable']} to .dev.vars", file=sys.stderr)
+PY
 first_value() { sed -n "s/^$1=\([^,]*\).*/\1/p" .dev.vars | head -1; }
 BEARER=$(first_value WEBHOOK_BEARER_TOKENS)
-PROFILES=staticforms,standard-webhooks,typeform,tally
+PROFILES=$(python3 -c 'import json, sys; print(",".join(p["name"] for p in json.load(open(sys.argv[1]))))' "$STATE/profiles.json")
 
 say "starting the edge Worker on 127.0.0.1:$EDGE_PORT"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
@@ -202,11 +213,12 @@ if [ "$STACK" = aws ]; then
   STACK_NOTE="aws: template.yaml deployed here (stream mapping, functions under their roles), leads via $STATE/lead-inbox.log"
 fi
 PIDS=$(paste -d= <(printf '%s\n' "${names[@]}") <(printf '%s\n' "${pids[@]}") | paste -sd,)
-python3 - "$STATE/stack.json" <<PY
-import json, sys
+python3 - "$STATE/stack.json" "$STATE/profiles.json" <<PY
+import json, re, sys
 # Each profile's route and the secret (or, for Static Forms, the bearer token) its sender needs.
-secrets = {"staticforms": "$BEARER", "standard-webhooks": "$(first_value STANDARD_WEBHOOKS_SECRETS)",
-           "typeform": "$(first_value TYPEFORM_SECRETS)", "tally": "$(first_value TALLY_SECRETS)"}
+with open(".dev.vars") as f:
+    local = dict(re.findall(r"^(\w+)=([^,\n]*)", f.read(), re.M))
+secrets = {p["name"]: local.get(p["auth"].get("variable", ""), "$BEARER") for p in json.load(open(sys.argv[2]))}
 json.dump({
     "edge_url": "$EDGE", "dynamodb_endpoint": "$STORE", "region": "$REGION", "table": "$TABLE",
     "access_key_id": "$ACCESS_KEY_ID", "secret_access_key": "$SECRET_ACCESS_KEY",
@@ -223,7 +235,7 @@ cat <<BANNER
   The local stack is up (details in $STATE/stack.json, logs in $STATE/*.log).
 
     stack     $STACK_NOTE
-    edge      $EDGE   (POST /webhooks/{staticforms,standard-webhooks,typeform,tally}, GET /healthz)
+    edge      $EDGE   (POST /webhooks/{$PROFILES}, GET /healthz)
     DynamoDB  $STORE   table "$TABLE", signatures checked
     leads     $STATE/leads.db   (sqlite3 $STATE/leads.db 'select * from leads')
 

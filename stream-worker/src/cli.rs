@@ -9,11 +9,16 @@ use shared::profile::Profile;
 use shared::receipt::ReceiptStatus;
 
 /// What `--help` says after the commands and options.
-const AFTER_HELP: &str = "\
-<age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
-(2026-11-30T06:00:00Z); <name>: the sender profile (staticforms, the default, standard-webhooks,
-typeform, tally). A submission ID that begins with - goes after -- (receipts show -- -a1).
-Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).";
+fn after_help() -> String {
+    let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+    format!(
+        "<age>: a number and a unit, s, m, h or d (90s, 15m, 2h, 7d); <time>: ISO-8601 UTC
+(2026-11-30T06:00:00Z); <name>: the sender profile (staticforms by default), one of:
+{}. A submission ID that begins with - goes after -- (receipts show -- -a1).
+Settings come from the environment (RECEIPTS_TABLE, LEAD_SINK, ...).",
+        names.join(", ")
+    )
+}
 
 /// What the arguments ask for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +33,9 @@ pub enum Command {
     List { status: Option<ReceiptStatus>, since: Option<Since>, json: bool },
     /// `receipts show`: the receipt of one submission of one sender profile.
     Show { profile: Profile, submission_id: String, payload: bool, json: bool },
+    /// `profiles`: the registered sender profiles as JSON, with each one's example delivery
+    /// for an identity and a free-text answer when given.
+    Profiles { example: Option<(String, String)> },
     /// `receipts redrive`: one submission, or every receipt with a status; how long to wait for
     /// the stream's verdict on a reopened receipt (default 60 s); `force`: settle a `RECEIVED`
     /// receipt even while the stream may still retry it.
@@ -55,7 +63,7 @@ pub enum RedriveTarget {
 #[command(
     name = "stream-worker",
     about = "Turns receipts into leads: the Lambda function (no arguments), the local poller, and the operator's commands.",
-    after_help = AFTER_HELP
+    after_help = after_help()
 )]
 struct Arguments {
     #[command(subcommand)]
@@ -79,6 +87,15 @@ enum Top {
         force: bool,
         #[arg(long)]
         json: bool,
+    },
+    /// Print the sender profiles as JSON: name, route, signature, secrets variable.
+    Profiles {
+        /// Also each profile's example delivery for this identity.
+        #[arg(long, value_name = "id")]
+        example: Option<String>,
+        /// The example's free-text answer.
+        #[arg(long, value_name = "text", default_value = "Hello", requires = "example")]
+        answer: String,
     },
     /// Read and repair receipts.
     Receipts {
@@ -144,6 +161,7 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
             }
             Command::Reconcile { older_than, scan, json }
         }
+        Top::Profiles { example, answer } => Command::Profiles { example: example.map(|id| (id, answer)) },
         Top::Receipts { command: Receipts::List { status, since, json } } => Command::List { status, since, json },
         Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json } } => {
             Command::Show { profile, submission_id, payload, json }
@@ -254,6 +272,9 @@ mod tests {
     #[test]
     fn clap_s_own_checks_of_the_definition_pass() {
         Arguments::command().debug_assert();
+        let help = Arguments::command().render_long_help().to_string();
+        let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+        assert!(help.contains(&format!("one of:\n{}.", names.join(", "))), "{help}");
     }
 
     #[test]
@@ -277,6 +298,16 @@ mod tests {
 
     #[test]
     fn commands_and_options() {
+        assert_eq!(parse(&args("profiles")), Ok(Command::Profiles { example: None }));
+        assert_eq!(
+            parse(&args("profiles --example d-1 --answer hi")),
+            Ok(Command::Profiles { example: Some(("d-1".into(), "hi".into())) })
+        );
+        assert_eq!(
+            parse(&args("profiles --example d-1")),
+            Ok(Command::Profiles { example: Some(("d-1".into(), "Hello".into())) })
+        );
+        assert!(parse(&args("profiles --answer hi")).unwrap_err().contains("--example"));
         assert_eq!(parse(&[]), Ok(Command::Lambda));
         assert_eq!(parse(&args("poll")), Ok(Command::Poll));
         assert_eq!(

@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod metrics;
 pub mod operate;
 pub mod poll;
+pub mod profiles;
 pub mod receipts;
 pub mod secrets;
 pub mod sink;

@@ -1,6 +1,6 @@
 //! `stream-worker`: the Lambda function (no arguments; the reconcile function when Lambda's
 //! `_HANDLER` is `reconcile`), `poll` for local runs, and the operator's commands
-//! (`reconcile`, `receipts list|show|redrive`). `stream-worker --help` says how.
+//! (`reconcile`, `receipts list|show|redrive`, `profiles`). `stream-worker --help` says how.
 
 // The handler's batch futures nest deeper than the default limit of trait queries allows.
 #![recursion_limit = "256"]
@@ -33,6 +33,11 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `--help` prints and exits 0; a mistake prints what is wrong and the usage, and exits 2.
     let command = cli::parse(&args).unwrap_or_else(|error| error.exit());
+    if let Command::Profiles { example } = &command {
+        let example = example.as_ref().map(|(id, answer)| (id.as_str(), answer.as_str()));
+        print_out(serde_json::to_string_pretty(&stream_worker::profiles::describe(example))? + "\n");
+        return Ok(());
+    }
     // Every DynamoDB call ends within its timeout, so a record's time can be budgeted.
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .operation_timeout(stream_worker::sink::DYNAMODB_OPERATION_TIMEOUT)
@@ -124,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
             print_out(text);
             Ok(())
         }
-        Command::List { .. } | Command::Show { .. } => unreachable!("handled above"),
+        Command::List { .. } | Command::Show { .. } | Command::Profiles { .. } => unreachable!("handled above"),
     }
 }
 
