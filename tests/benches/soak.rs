@@ -1,6 +1,9 @@
 //! `make soak`: the soak at full size (20,000 deliveries, 64 senders, faults every few seconds)
 //! on 127.0.0.1; writes target/soak/report.md and fails when anything was lost or a process's
-//! memory grew. `SOAK_SUBMISSIONS` and `SOAK_CONCURRENCY` change its size.
+//! memory grew. `SOAK_SUBMISSIONS` and `SOAK_CONCURRENCY` change its size; `SOAK_STACK=deployed`
+//! runs it on `template.yaml` deployed to a local AWS (the mapping invoking the deployed stream
+//! function; the sink's faults latency only, as that mapping drops what a function reports
+//! failed).
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,6 +16,7 @@ fn main() {
     if let Some(n) = number("SOAK_CONCURRENCY") {
         params.concurrency = n;
     }
+    params.deployed = std::env::var("SOAK_STACK").is_ok_and(|stack| stack == "deployed");
     let report = tests::soak::run(&params, |line| eprintln!("soak: {line}"));
     let text = report.to_markdown();
     let out = tests::repo_root().join("target/soak");

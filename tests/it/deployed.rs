@@ -25,29 +25,9 @@ use tests::delivery;
 use tests::edge::Edge;
 use tests::ministack::Ministack;
 use tests::senders;
-use tests::stack::{edge_bindings, TABLE};
+use tests::stack::{self, TABLE};
 use tests::stub_http::WebhookStandIn;
 use tests::template::{alarm_metrics, AlarmMetric};
-
-/// Deploys the stack with `scripts/deploy-aws.sh` (its local mode), the function being the
-/// binary the suite tests.
-fn deploy(aws: &Ministack, sink_secret_arn: &str) {
-    let output = Command::new(tests::repo_root().join("scripts/deploy-aws.sh"))
-        .current_dir(tests::repo_root())
-        .env("AWS_ENDPOINT_URL", aws.endpoint())
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("SINK_SECRET_ARN", sink_secret_arn)
-        .env("STACK_NAME", "webhooks")
-        .env("TABLE_NAME", TABLE)
-        .env("LAMBDA_BOOTSTRAP", tests::stream_worker_binary())
-        .output()
-        .expect("scripts/deploy-aws.sh runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "the local deploy failed:\n{text}");
-    assert!(text.contains("Successfully created/updated stack"), "{text}");
-}
 
 /// The stack deployed with a webhook sink, and the built Worker signing with the `EdgeUser`'s key.
 struct Deployed {
@@ -57,17 +37,9 @@ struct Deployed {
 }
 
 fn deployed() -> Deployed {
-    let aws = Ministack::start_whole_aws();
     let sink = WebhookStandIn::start();
     let settings = json!({"LEAD_SINK": sink.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
-    let secret = aws.create_secret("webhooks/sink", &settings.to_string());
-    deploy(&aws, &secret);
-    // The edge signs with a key of the stack's own EdgeUser (PutItem on the table, nothing else).
-    let key = aws.access_key_of_user_named("EdgeUser");
-    // The Worker's default store deadline (5 s): the whole local AWS answers slower than a store alone.
-    let mut extra = senders::bindings();
-    extra.push(("STORE_TIMEOUT_MS", "5000".to_owned()));
-    let edge = Edge::start(&edge_bindings(&aws.endpoint(), &key, &extra));
+    let stack::Deployed { aws, edge, .. } = stack::Deployed::start(&settings, false, &senders::bindings());
     Deployed { aws, sink, edge }
 }
 

@@ -45,6 +45,12 @@ pub struct Params {
     pub send_limit: Duration,
     /// Afterwards, the longest the stream worker may go without completing another receipt.
     pub drain_limit: Duration,
+    /// Run on `template.yaml` deployed to a whole local AWS ([`crate::stack::Deployed`]: its
+    /// mapping invokes the stream function) instead of the store with the stream worker's
+    /// binary polling it. The sink's faults are then latency only: the local AWS's mapping
+    /// drops the records a function reports failed (`docs/where-it-runs.md`), so a refused or
+    /// lost sink call would leave its receipt waiting for reconcile, not for a retry.
+    pub deployed: bool,
 }
 
 impl Params {
@@ -57,6 +63,19 @@ impl Params {
             phase: Duration::from_millis(1_500),
             send_limit: Duration::from_secs(300),
             drain_limit: Duration::from_secs(60),
+            deployed: false,
+        }
+    }
+
+    /// [`Params::small`] on the deployed stack, smaller: the local AWS is one Python process
+    /// serving the Worker, the mapping and the function's calls.
+    pub fn small_deployed() -> Params {
+        Params {
+            submissions: 600,
+            concurrency: 16,
+            phase: Duration::from_millis(600),
+            deployed: true,
+            ..Params::small()
         }
     }
 
@@ -70,6 +89,7 @@ impl Params {
             phase: Duration::from_secs(5),
             send_limit: Duration::from_secs(900),
             drain_limit: Duration::from_secs(120),
+            deployed: false,
         }
     }
 }
@@ -91,6 +111,11 @@ fn store_faults() -> Vec<Fault> {
         Fault("none", Mode::PassThrough),
         Fault("store 5xx burst", Mode::Answer(500, error("InternalServerError"))),
     ]
+}
+
+/// The sink's faults on the deployed stack: latency only (see [`Params::deployed`]).
+fn deployed_sink_faults() -> Vec<Fault> {
+    vec![Fault("sink latency 200 ms", Mode::Delay(Duration::from_millis(200))), Fault("none", Mode::PassThrough)]
 }
 
 fn sink_faults() -> Vec<Fault> {
@@ -223,18 +248,20 @@ fn receipts(store: &Ministack) -> Vec<(String, String)> {
 /// Runs the soak; `progress` is told what is happening.
 pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let started = Instant::now();
-    let stack = Stack::builder("soak").through_proxy().start();
-    let Stack { store, worker_key, edge, dir, .. } = &stack;
-    let store_proxy = stack.proxy();
     let sink = WebhookStandIn::start();
     let sink_proxy = FaultProxy::start(sink.server.port);
-    let worker = PollerProcess::start(
-        store,
-        worker_key,
-        &format!("{}/leads", sink_proxy.endpoint()),
-        &delivery::signing_secret(),
-        &dir.0,
-    );
+    let sink_url = format!("{}/leads", sink_proxy.endpoint());
+    let path = if params.deployed {
+        let settings = json!({"LEAD_SINK": sink_url, "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
+        let bindings = [("STORE_TIMEOUT_MS", "2000".to_owned())];
+        Path::Deployed(Box::new(crate::stack::Deployed::start(&settings, true, &bindings)))
+    } else {
+        let stack = Stack::builder("soak").through_proxy().start();
+        let worker =
+            PollerProcess::start(&stack.store, &stack.worker_key, &sink_url, &delivery::signing_secret(), &stack.dir.0);
+        Path::Polled(Box::new(stack), Mutex::new(Some(worker)))
+    };
+    let (store, edge, store_proxy) = path.parts();
 
     // The plan: every submission once; a share twice, half of those racing the original and
     // half sent again later (a sender's retry after the fact).
@@ -258,11 +285,17 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let deliveries = jobs.len() + jobs.iter().filter(|j| j.race).count();
     let params_text = format!(
         "{} submissions, {deliveries} deliveries ({:.0} % copies, half racing), {} senders; fault phases of {:.1} s; \
-         the Worker's store timeout 1 s; the stream worker in poll mode into a Standard Webhooks receiver",
+         {}",
         params.submissions,
         params.duplicates * 100.0,
         params.concurrency,
-        params.phase.as_secs_f64()
+        params.phase.as_secs_f64(),
+        if params.deployed {
+            "template.yaml deployed to a local AWS, the Worker's store timeout 2 s, the deployed stream function (invoked by \
+             the stack's mapping) into a Standard Webhooks receiver whose faults are latency only"
+        } else {
+            "the Worker's store timeout 1 s; the stream worker in poll mode into a Standard Webhooks receiver"
+        }
     );
     progress(&params_text);
 
@@ -274,9 +307,10 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let scheduler = {
         let (stop, store_fault, sink_phases) = (Arc::clone(&stop), Arc::clone(&store_fault), Arc::clone(&sink_phases));
         let (store_proxy_mode, sink_proxy_mode) = (store_proxy.mode_handle(), sink_proxy.mode_handle());
-        let phase = params.phase;
+        let (phase, deployed) = (params.phase, params.deployed);
         std::thread::spawn(move || {
-            let (store_list, sink_list) = (store_faults(), sink_faults());
+            let (store_list, sink_list) =
+                (store_faults(), if deployed { deployed_sink_faults() } else { sink_faults() });
             let mut step = 0usize;
             while !stop.load(Ordering::Relaxed) {
                 let Fault(name, mode) = &store_list[step % store_list.len()];
@@ -298,8 +332,9 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let sampling = Arc::new(AtomicBool::new(true));
     let sampled = Arc::new(AtomicBool::new(false));
     let _stop_sampling_on_panic = RaiseOnDrop(Arc::clone(&sampled));
-    let processes =
-        [("workerd (edge)", edge.pid()), ("ministack (store)", store.pid()), ("stream worker", worker.pid())];
+    // The deployed stream function is a process per invocation: only the poller is sampled.
+    let mut processes = vec![("workerd (edge)", edge.pid()), ("ministack (store)", store.pid())];
+    processes.extend(path.worker_pid().map(|pid| ("stream worker", pid)));
     let sampler = {
         let (sampling, sampled) = (Arc::clone(&sampling), Arc::clone(&sampled));
         std::thread::spawn(move || {
@@ -380,7 +415,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     }
     sampling.store(false, Ordering::Relaxed);
     let memory = sampler.join().unwrap_or_default();
-    drop(worker);
+    path.stop_worker();
 
     // Exactly once, counted where it happens. At the sink, from its raw requests (refused
     // ones included): each submission's requests carry one `Idempotency-Key` and one
@@ -454,6 +489,39 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     };
     progress(&format!("done in {:.1} s", started.elapsed().as_secs_f64()));
     report
+}
+
+/// Where the soak runs: the store with the stream worker's binary polling it, or the deployed
+/// stack (each boxed: they are large).
+enum Path {
+    Polled(Box<Stack>, Mutex<Option<PollerProcess>>),
+    Deployed(Box<crate::stack::Deployed>),
+}
+
+impl Path {
+    /// The store (or the whole local AWS), the Worker, and the fault proxy between them.
+    fn parts(&self) -> (&Ministack, &crate::edge::Edge, &FaultProxy) {
+        match self {
+            Path::Polled(stack, _) => (&stack.store, &stack.edge, stack.proxy()),
+            Path::Deployed(deployed) => {
+                (&deployed.aws, &deployed.edge, deployed.store_proxy.as_ref().expect("started through a proxy"))
+            }
+        }
+    }
+
+    fn worker_pid(&self) -> Option<u32> {
+        match self {
+            Path::Polled(_, worker) => worker.lock().unwrap().as_ref().map(PollerProcess::pid),
+            Path::Deployed(_) => None,
+        }
+    }
+
+    /// Stops the poller, so the sink's requests are all in (the deployed function has none).
+    fn stop_worker(&self) {
+        if let Path::Polled(_, worker) = self {
+            drop(worker.lock().unwrap().take());
+        }
+    }
 }
 
 /// What breaks "one submission, one identity" in the sink's raw requests: a submission whose

@@ -1,10 +1,13 @@
-//! The one stack builder for the suites that run the path: the signature-checking store with
-//! a receipts table and IAM keys at their production policies (the edge's `PutItem` only, the
-//! stream worker's role), optionally a fault proxy between the Worker and the store, the built
-//! Worker bound to it, and a private folder. The stream worker's side (poller, handler, sink)
-//! is the caller's: each suite drives it differently.
+//! The stacks the suites run the path on, built in one place. [`Stack`]: the signature-checking
+//! store with a receipts table and IAM keys at their production policies (the edge's `PutItem`
+//! only, the stream worker's role), optionally a fault proxy between the Worker and the store,
+//! the built Worker bound to it, and a private folder; the stream worker's side (poller,
+//! handler, sink) is the caller's, as each suite drives it differently. [`Deployed`]:
+//! `template.yaml` deployed to a whole local AWS by `scripts/deploy-aws.sh`, whose mapping runs
+//! the stream function, and the Worker signing with a key of the stack's `EdgeUser`.
 
 use std::collections::BTreeMap;
+use std::process::Command;
 
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
@@ -143,4 +146,54 @@ impl Stack {
             receipts: self.receipts(),
         }
     }
+}
+
+/// `template.yaml` deployed to a whole local AWS (ministack, IAM evaluated) with
+/// `scripts/deploy-aws.sh`'s local mode, the functions being the stream worker's binary the
+/// suite tests, and the built Worker signing with a key of the stack's own `EdgeUser`
+/// (`PutItem` on the table, nothing else).
+pub struct Deployed {
+    pub aws: Ministack,
+    /// Between the Worker and the local AWS, when started with one.
+    pub store_proxy: Option<FaultProxy>,
+    pub edge: Edge,
+}
+
+impl Deployed {
+    /// Deploys with `sink_settings` (a JSON object: `LEAD_SINK` and its variables) as the sink
+    /// secret, then starts the Worker (through a fault proxy when `proxied`) with `extra`
+    /// bindings besides [`edge_bindings`]'s, and the Worker's default store deadline (5 s: the
+    /// whole local AWS answers slower than a store alone) unless `extra` names one.
+    pub fn start(sink_settings: &serde_json::Value, proxied: bool, extra: &[(&'static str, String)]) -> Deployed {
+        let aws = Ministack::start_whole_aws();
+        let secret = aws.create_secret("webhooks/sink", &sink_settings.to_string());
+        deploy(&aws, &secret);
+        let key = aws.access_key_of_user_named("EdgeUser");
+        let store_proxy = proxied.then(|| FaultProxy::start(aws.port));
+        let endpoint = store_proxy.as_ref().map_or_else(|| aws.endpoint(), FaultProxy::endpoint);
+        let mut bindings = vec![("STORE_TIMEOUT_MS", "5000".to_owned())];
+        bindings.extend(extra.iter().cloned());
+        let edge = Edge::start(&edge_bindings(&endpoint, &key, &bindings));
+        Deployed { aws, store_proxy, edge }
+    }
+}
+
+/// Deploys the stack with `scripts/deploy-aws.sh` (its local mode) to `aws`, the function being
+/// the binary the suite tests and the sink's settings the secret `sink_secret_arn`.
+pub fn deploy(aws: &Ministack, sink_secret_arn: &str) {
+    let output = Command::new(crate::process::repo_root().join("scripts/deploy-aws.sh"))
+        .current_dir(crate::process::repo_root())
+        .env("AWS_ENDPOINT_URL", aws.endpoint())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("SINK_SECRET_ARN", sink_secret_arn)
+        .env("STACK_NAME", "webhooks")
+        .env("TABLE_NAME", TABLE)
+        .env("LAMBDA_BOOTSTRAP", crate::process::stream_worker_binary())
+        .output()
+        .expect("scripts/deploy-aws.sh runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the local deploy failed:\n{text}");
+    assert!(text.contains("Successfully created/updated stack"), "{text}");
 }
