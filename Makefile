@@ -53,7 +53,7 @@ soak: setup
 
 # The capacity model at 1 to 10,000 deliveries/s, the cost per million, and simulated bursts
 # above a CRM's limit (deterministic; SEED=n for another run): target/capacity/report.md and
-# backlog.svg. Python's standard library only. docs/capacity.md, docs/capacity.md.
+# backlog.svg. Python's standard library only. docs/capacity.md.
 capacity:
 	python3 capacity/run.py $(if $(SEED),--seed $(SEED))
 

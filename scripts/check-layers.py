@@ -66,11 +66,14 @@ def strip(src):
 
 
 def drop_test_items(text):
-    """`text` without the items behind `#[cfg(test)]` (or any cfg naming `test`, not `not(test)`),
-    and the names of the test-only modules declared as `#[cfg(test)] mod x;`."""
+    """`text` without the items behind `#[cfg(test)]` (or `all(test, ...)`: only what tests
+    build; `any(test, feature = "...")` ships in a build with the feature, so it is checked), and
+    the names of the test-only modules declared as `#[cfg(test)] mod x;`."""
     test_mods, pos = set(), 0
     while m := re.compile(r"#\[cfg\(([^\]]*)\)\]").search(text, pos):
-        if not re.search(r"\btest\b", m.group(1)) or re.search(r"not\(\s*test\s*\)", m.group(1)):
+        cfg = m.group(1).strip()
+        test_only = cfg == "test" or (cfg.startswith("all(") and re.search(r"(?<!not\()\btest\b", cfg))
+        if not test_only or re.search(r"not\(\s*test\s*\)", cfg):
             pos = m.end()
             continue
         semi, brace = text.find(";", m.end()), text.find("{", m.end())
@@ -260,6 +263,10 @@ def self_test():
         ("a pattern's child importing up", {**base, "lib.rs": "mod a; mod b; mod c; mod d;", "d.rs": "mod e;",
                                             "d/e.rs": "use crate::c::C;"}, {**layers, "d": 4, "d::*": 2}, 1),
         ("a pattern that matches nothing", base, {**layers, "z::*": 3}, 1),
+        ("code built with a feature as well as for tests",
+         {**base, "a.rs": "pub struct A;\n#[cfg(any(test, feature = \"x\"))]\nfn f() { crate::c::g(); }"}, layers, 1),
+        ("code built for tests only", {**base, "a.rs": "pub struct A;\n#[cfg(all(test, unix))]\nfn f() { crate::c::g(); }"},
+         layers, 0),
     ]
     failed = False
     for name, files, declared, expected in cases:

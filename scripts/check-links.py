@@ -10,7 +10,8 @@ Links inside code (fenced blocks and `backticks`) are not links and are skipped.
 
 The prose also names code: a backticked path from the repository's root (`shared/src/auth.rs`,
 `template.yaml`; its first part exists at the root) must exist; `path:12` or `path:12-30` must be within the file; `path::name` and "`name` in
-`path`" (also "`a` and `b` in `path`") must find `name` (its last `::` part) in that file. So a
+`path`" (also "`a` and `b` in `path`") must find `name` (its last `::` part) defined in that
+file (see `defines`). So a
 moved file or a renamed function fails here instead of misleading a reader.
 
     python3 scripts/check-links.py             check the repository
@@ -62,6 +63,20 @@ CODE_PATH = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:rs|py|sh|yaml|toml|mjs|js|js
 NAMED_IN = re.compile(r"`([\w:]+)`(?:,? (?:and|or) `([\w:]+)`)? (?:in|there,? in) `((?:[\w.-]+/)*[\w.-]+\.(?:rs|py|sh|yaml|toml))`")
 
 
+def defines(path, text, name):
+    """Whether the file at `path` (its `text`) holds `name`: in Rust, a definition of it (`fn`,
+    `struct`, `enum`, `trait`, `type`, `const`, `static`, `mod`, a macro, or an enum variant or
+    field written `name:` / `name(` / `name,` at a line's start), or an upper-case name anywhere
+    (an environment variable's); elsewhere, the name as a word."""
+    word = re.escape(name)
+    if path.endswith(".rs"):
+        definition = rf"\b(?:fn|struct|enum|trait|type|const|static|mod|macro_rules!)\s+{word}\b"
+        member = rf"^\s*(?:pub\s+)?{word}\s*[:(,{{]"
+        return bool(re.search(definition, text) or re.search(member, text, re.M)
+                    or (name.isupper() and re.search(rf"\b{word}\b", text)))
+    return bool(re.search(rf"(?<![\w-]){word}(?![\w-])", text))
+
+
 def code_references(root, name, raw):
     """The problems with the code `name`'s prose names: missing files, lines past the end,
     names not found."""
@@ -94,7 +109,7 @@ def code_references(root, name, raw):
                 lines = text_of(where).count("\n") + 1
                 if int(last or first) > lines:
                     problems.append(f"{name}:{number}: `{match.group(0)[1:-1]}`: the file has {lines} lines")
-            if item and item.split("::")[-1] not in text_of(where):
+            if item and not defines(path, text_of(where), item.split("::")[-1]):
                 problems.append(f"{name}:{number}: `{path}::{item}`: not found there")
         for match in NAMED_IN.finditer(line):
             first, second, path = match.groups()
@@ -102,7 +117,7 @@ def code_references(root, name, raw):
             if not os.path.isfile(where):
                 continue  # reported above
             for item in filter(None, (first, second)):
-                if item.split("::")[-1] not in text_of(where):
+                if not defines(path, text_of(where), item.split("::")[-1]):
                     problems.append(f"{name}:{number}: `{item}` in `{path}`: not found there")
     return problems
 
@@ -160,13 +175,13 @@ def self_test():
         assert "c.md: no such file" in bad[0] and "#other" in bad[1] and "#nothing" in bad[2], bad
         os.makedirs(os.path.join(root, "src"))
         with open(os.path.join(root, "src/lib.rs"), "w", encoding="utf-8") as f:
-            f.write("fn present() {}\nfn other() {}\n")
+            f.write("fn present() {}\nfn other() {}\n// absent_here, in a comment only\n")
         with open(os.path.join(root, "docs/c.md"), "w", encoding="utf-8") as f:
             f.write("`src/lib.rs:2` `src/lib.rs::present` `present` and `other` in `src/lib.rs` `lib.rs`\n"
-                    "`src/gone.rs` `src/lib.rs:3-9` `src/lib.rs::absent` `absent` in `src/lib.rs`\n")
+                    "`src/gone.rs` `src/lib.rs:4-9` `src/lib.rs::absent` `absent_here` in `src/lib.rs`\n")
         bad = check(root, ["docs/c.md"])
         assert [p.split(": ", 1)[0] for p in bad] == ["docs/c.md:2"] * 4, bad
-        assert "no such file" in bad[0] and "3 lines" in bad[1] and "not found" in bad[2] and "absent" in bad[3], bad
+        assert "no such file" in bad[0] and "4 lines" in bad[1] and "not found" in bad[2] and "absent_here" in bad[3], bad
     print("check-links: self-test passed")
 
 

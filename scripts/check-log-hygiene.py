@@ -11,12 +11,21 @@ for plain, JSON-escaped (as UTF-8 and as \\u escapes), URL-encoded (%20 and +), 
 import argparse
 import base64
 import json
+import os
+import subprocess
 import sys
 import urllib.parse
 
-# What scripts/demo.py puts into its deliveries.
-DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo", "Grace Demo", "grace@example.com",
-                      "Laura Demo", "laura@example.com", "Alice Demo", "alice@example.com", "Hello through"]
+# What scripts/demo.py puts into its Static Forms deliveries, and its answer to every other profile.
+DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo", "Hello through each profile"]
+
+
+def examples_personal_data():
+    """Each registered profile's example lead's name and email (what `make demo` sends through
+    it), from `stream-worker profiles --example`."""
+    binary = os.path.join("target", "debug", "stream-worker")
+    out = subprocess.run([binary, "profiles", "--example", "hygiene"], check=True, capture_output=True, text=True)
+    return [value for p in json.loads(out.stdout) for value in p["example"]["lead"].values() if value]
 
 
 def encodings(value):
@@ -46,7 +55,7 @@ def main():
     values.update({f"{name} secret": p["secret"] for name, p in stack.get("profiles", {}).items()})
     if stack.get("sink_secret"):
         values["the webhook sink's secret"] = stack["sink_secret"]
-    values.update({f"demo data {v!r}": v for v in DEMO_PERSONAL_DATA})
+    values.update({f"demo data {v!r}": v for v in DEMO_PERSONAL_DATA + examples_personal_data()})
     values.update({f"value {v!r}": v for v in args.value})
     leaks, lines = [], 0
     for path in args.logs:

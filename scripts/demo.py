@@ -4,9 +4,8 @@
 New deliveries, sequential retries, 20 concurrent copies of one delivery, odd but valid
 deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a wrong
 key, a wrong token, the same key with a changed body; then a delivery through each other sender
-profile (Standard Webhooks, Typeform, Tally), signed as the sender signs, its retry, and its
-changed copy (every profile `stream-worker profiles` lists, its sender's example). Then it waits for the stream worker and prints what
-happened: requests by status, receipts by status, leads, and whether leads == unique
+profile `stream-worker profiles` lists (its sender's example, signed as the sender signs), its
+retry, and its changed copy. Then it waits for the stream worker and prints what happened: requests by status, receipts by status, leads, and whether leads == unique
 submissions. Standard library only; talks to 127.0.0.1 only.
 """
 import collections

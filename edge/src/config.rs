@@ -492,7 +492,9 @@ mod profile_tests {
 
     #[wasm_bindgen_test(unsupported = test)]
     fn bad_profile_lists_name_the_variable() {
-        let expected = "comma-separated profiles of: staticforms standard-webhooks typeform tally";
+        let expected = Profile::EXPECTED;
+        assert!(expected.starts_with("comma-separated profiles: staticforms, "), "{expected}");
+        assert!(Profile::ALL.iter().all(|p| expected.contains(p.name())), "{expected}");
         for bad in ["typeforms", "tally,tally", "StaticForms"] {
             assert_eq!(
                 load(&[("WEBHOOK_PROFILES", bad)]).map(|_| ()).map_err(|e| (e.variable, e.expected)),

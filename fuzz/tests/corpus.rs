@@ -46,8 +46,9 @@ fn framing_splits_headers_from_the_body() {
 }
 
 /// Every registered profile's example delivery, signed with the fuzz credentials as its
-/// `SenderAuth` says, is a seed the `receive` target stores: a new profile is fuzzed from its
-/// example with no new seed written by hand.
+/// `SenderAuth` says (by the core), passes the `receive` target's checks and is stored (the
+/// oracle judges the signature with an HMAC of its own): a new profile's example meets the
+/// fuzz checks with no test written for it. Its hostile seeds are `seeds.py`'s, per profile.
 #[test]
 fn every_registered_profile_s_example_is_stored_by_the_receive_target() {
     use shared::profile::registry::sender;

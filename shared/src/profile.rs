@@ -2,8 +2,9 @@
 //! each profile reads. Nothing here depends on another module of the crate: the identity sits
 //! low in the house, beside `key`. Each sender's parsing and lead mapping is a module beside
 //! this one that implements [`sender::Sender`], above `envelope`, `receipt` and `lead`;
-//! [`registry`] lists them. Adding a sender is its row in the `profiles!` table below, its
-//! module, and its line in [`registry::sender`] (ARCHITECTURE.md, "Adding a sender profile").
+//! [`registry`] lists them. Adding a sender is its module, its row in the `profiles!` table
+//! below (which also declares the module), and its line in [`registry::sender`]
+//! (ARCHITECTURE.md, "Adding a sender profile").
 //!
 //! Receipt keys are namespaced by profile (`tally:<responseId>`, ...), so identities from
 //! different senders never collide. `staticforms` keeps the key it always had
@@ -16,10 +17,6 @@ use alloc::string::String;
 mod contract;
 pub mod registry;
 pub mod sender;
-pub mod standard_webhooks;
-pub mod static_forms;
-pub mod tally;
-pub mod typeform;
 
 /// The request headers the `staticforms` profile's checks read, besides its custom
 /// authentication header ([`crate::receive::Policy::header_names`]). A shell may collect only
@@ -33,12 +30,22 @@ pub const TYPEFORM_SIGNATURE_HEADER: &str = "typeform-signature";
 /// The header Tally signs its deliveries in.
 pub const TALLY_SIGNATURE_HEADER: &str = "tally-signature";
 
-/// Declares the profiles: one row each, `Variant: "name", "key prefix", [headers read];`,
-/// under its documentation. The row gives the enum its variant and the profile its identity
-/// (the route is `/webhooks/<name>`); what the profile does is its module's
-/// [`sender::Sender`], listed in [`registry::sender`].
+/// `"a, b, c"` from the literals `"a", "b", "c"`.
+macro_rules! names {
+    ($first:literal $(, $rest:literal)*) => {
+        concat!($first $(, ", ", $rest)*)
+    };
+}
+
+/// Declares the profiles: one row each, `Variant(module): "name", "key prefix", [headers
+/// read];`, under its documentation. The row declares the profile's module (`profile/<module>.rs`)
+/// and gives the enum its variant and the profile its identity (the route is
+/// `/webhooks/<name>`); what the profile does is its module's [`sender::Sender`], listed in
+/// [`registry::sender`].
 macro_rules! profiles {
-    ($($(#[$doc:meta])* $variant:ident: $name:literal, $prefix:literal, $headers:expr;)*) => {
+    ($($(#[$doc:meta])* $variant:ident($module:ident): $name:literal, $prefix:literal, $headers:expr;)*) => {
+        $(pub mod $module;)*
+
         /// A sender profile.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Profile {
@@ -50,7 +57,7 @@ macro_rules! profiles {
             pub const ALL: [Profile; [$($name),*].len()] = [$(Profile::$variant),*];
 
             /// What a list of profile names may hold, for configuration errors.
-            pub const EXPECTED: &'static str = concat!("comma-separated profiles of:", $(" ", $name),*);
+            pub const EXPECTED: &'static str = concat!("comma-separated profiles: ", names!($($name),*));
 
             /// The name in routes, configuration and receipts.
             pub fn name(self) -> &'static str {
@@ -88,15 +95,15 @@ macro_rules! profiles {
 profiles! {
     /// Static Forms (`../shared/SENDER.md`): the `form.submitted` envelope and the
     /// `Idempotency-Key` header; Bearer, Basic, a custom header or Standard Webhooks signatures.
-    StaticForms: "staticforms", "staticforms:form.submitted:", HEADERS_READ;
+    StaticForms(static_forms): "staticforms", "staticforms:form.submitted:", HEADERS_READ;
     /// Any sender that signs per the Standard Webhooks specification: identity `webhook-id`,
     /// fingerprint the raw body, the lead from configured JSON pointers.
-    StandardWebhooks: "standard-webhooks", "standard-webhooks:",
+    StandardWebhooks(standard_webhooks): "standard-webhooks", "standard-webhooks:",
         ["content-type", "webhook-id", "webhook-timestamp", "webhook-signature"];
     /// Typeform's `form_response` webhooks, signed with `Typeform-Signature`.
-    Typeform: "typeform", "typeform:", ["content-type", TYPEFORM_SIGNATURE_HEADER];
+    Typeform(typeform): "typeform", "typeform:", ["content-type", TYPEFORM_SIGNATURE_HEADER];
     /// Tally's `FORM_RESPONSE` webhooks, signed with `Tally-Signature`.
-    Tally: "tally", "tally:", ["content-type", TALLY_SIGNATURE_HEADER];
+    Tally(tally): "tally", "tally:", ["content-type", TALLY_SIGNATURE_HEADER];
 }
 
 impl Profile {

@@ -1,7 +1,8 @@
 //! `stream-worker profiles`: every sender profile the core registers, as JSON, for scripts and
 //! people setting a sender up: its name, its route, how its deliveries are signed and which
 //! variable holds its secrets, and, with `--example <id>`, the sender's example delivery for
-//! that identity (its headers besides the signature, its body, its receipt and lead keys).
+//! that identity (its headers besides the signature, its body, its receipt and lead keys, the
+//! lead's name and email).
 //! `make dev` configures a local secret per profile from it and `make demo` sends each
 //! profile's example, so a new profile needs nothing in either.
 
@@ -32,6 +33,7 @@ pub fn describe(example: Option<(&str, &str)>) -> Value {
                 "body": String::from_utf8_lossy(&example.body),
                 "receiptKey": profile.key(&example.identity),
                 "leadKey": example.external_id,
+                "lead": {"name": example.name_and_email.0, "email": example.name_and_email.1},
             });
         }
         described
@@ -47,7 +49,7 @@ mod tests {
     fn every_registered_profile_is_described_with_its_route_and_signature() {
         let all = describe(None);
         let names: Vec<&str> = all.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["staticforms", "standard-webhooks", "typeform", "tally"]);
+        assert_eq!(names, Profile::ALL.map(Profile::name));
         assert_eq!(
             all[0],
             json!({"name": "staticforms", "route": "/webhooks/staticforms", "auth": {"scheme": "staticforms"}})
@@ -58,6 +60,11 @@ mod tests {
             json!({"scheme": "body-signature", "header": "typeform-signature", "prefix": "sha256=", "variable": "TYPEFORM_SECRETS"})
         );
         assert_eq!(all[3]["route"], "/webhooks/tally");
+        assert!(all
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["route"] == format!("/webhooks/{}", p["name"].as_str().unwrap())));
         assert!(all.as_array().unwrap().iter().all(|p| p.get("example").is_none()));
     }
 
@@ -74,5 +81,6 @@ mod tests {
         assert_eq!(static_forms["headers"]["Idempotency-Key"], "staticforms:form.submitted:demo-7");
         assert_eq!(static_forms["leadKey"], "demo-7");
         assert_eq!(all[1]["example"]["headers"]["webhook-id"], "demo-7");
+        assert_eq!(all[1]["example"]["lead"], json!({"name": "Grace Hopper", "email": "grace@example.com"}));
     }
 }

@@ -14,7 +14,7 @@ use tests::stack::{edge_bindings, every_static_forms_method, Stack, TABLE};
 
 /// The receiver's bindings besides [`edge_bindings`]'s: every Static Forms method, a retired
 /// bearer token beside the current one, and a 1.5 s store deadline.
-fn receiver_bindings() -> Vec<(&'static str, String)> {
+pub(crate) fn receiver_bindings() -> Vec<(&'static str, String)> {
     let mut all = every_static_forms_method();
     all.push(("STORE_TIMEOUT_MS", "1500".to_owned()));
     all.push(("WEBHOOK_BEARER_TOKENS", format!("retired-token,{BEARER}")));

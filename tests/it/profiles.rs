@@ -14,7 +14,7 @@ use tests::senders;
 use tests::stack::{Stack, TABLE};
 use tests::worker;
 
-const PROFILES: [Profile; 4] = Profile::ALL;
+const PROFILES: [Profile; Profile::ALL.len()] = Profile::ALL;
 
 /// Every part of the path, running ([`Stack`], the Worker through a fault proxy), with every
 /// profile enabled (or those in `profiles`).

@@ -8,20 +8,16 @@ use crate::headers::Headers;
 use crate::lead::{Lead, LeadError};
 pub use crate::mapping::LeadMapping;
 use crate::profile::sender::Sender;
-use crate::profile::standard_webhooks::StandardWebhooks;
-use crate::profile::static_forms::StaticForms;
-use crate::profile::tally::Tally;
-use crate::profile::typeform::Typeform;
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
 /// What `profile` does: its module's [`Sender`].
 pub fn sender(profile: Profile) -> &'static dyn Sender {
     match profile {
-        Profile::StaticForms => &StaticForms,
-        Profile::StandardWebhooks => &StandardWebhooks,
-        Profile::Typeform => &Typeform,
-        Profile::Tally => &Tally,
+        Profile::StaticForms => &super::static_forms::StaticForms,
+        Profile::StandardWebhooks => &super::standard_webhooks::StandardWebhooks,
+        Profile::Typeform => &super::typeform::Typeform,
+        Profile::Tally => &super::tally::Tally,
     }
 }
 

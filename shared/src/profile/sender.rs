@@ -1,6 +1,6 @@
 //! What a sender profile is, as one trait: each sender's module implements [`Sender`], and
 //! [`super::registry::sender`] lists them. A new profile is its module, its row in
-//! [`super::profiles!`]'s table and its line in the registry; the common contract
+//! `profiles!` table (in `profile.rs`) and its line in the registry; the common contract
 //! (`profile/contract.rs`) then runs on it with no new test code.
 
 use alloc::string::String;
@@ -87,11 +87,15 @@ pub struct Example {
 }
 
 /// `text` with every `from` replaced by `to` as a JSON string, for examples built from a
-/// sender's documented payload. Panics when `from` is absent: the example would be stale.
+/// sender's documented payload; `from` may begin with the member's name (`"responseId": "x"`),
+/// so only that member changes. Panics when `from` is absent: the example would be stale.
 #[cfg(any(test, feature = "examples"))]
 pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
     assert!(text.contains(from), "the example no longer holds {from}");
     let mut quoted = String::new();
+    if let Some(at) = from.rfind(": \"") {
+        quoted.push_str(&from[..at + 2]);
+    }
     crate::json::write_string(to, &mut quoted);
     text.replace(from, &quoted)
 }

@@ -119,13 +119,14 @@ impl Sender for Tally {
         lead(receipt)
     }
 
-    /// Tally's documented example (`tests/fixtures/tally.json`), the response ID (and
-    /// submission ID) `id`, the long-text answer `answer`.
+    /// Tally's documented example (`tests/fixtures/tally.json`), the response ID `id` (the
+    /// submission ID stays the example's: the identity is the response), the long-text answer
+    /// `answer`.
     #[cfg(any(test, feature = "examples"))]
     fn example(&self, id: &str, answer: &str) -> crate::profile::sender::Example {
         use crate::profile::sender::substitute;
         let body = include_str!("../../tests/fixtures/tally.json");
-        let body = substitute(&substitute(body, "\"2wgx4n\"", id), "\"Hello world\"", answer);
+        let body = substitute(&substitute(body, "\"responseId\": \"2wgx4n\"", id), "\"Hello world\"", answer);
         crate::profile::sender::Example {
             headers: alloc::vec![("Content-Type", String::from("application/json"))],
             body: body.into_bytes(),

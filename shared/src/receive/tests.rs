@@ -402,45 +402,48 @@ fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
     );
 }
 
-/// Every profile enabled, each with its sender's credential.
+/// Every profile enabled, each with its sender's credential (as its `SenderAuth` asks).
 fn every_profile() -> (Policy, crate::secret::SigningSecret) {
     use crate::auth::BodySignature;
+    use crate::profile::sender::SenderAuth;
     use crate::secret::SigningSecret;
     let whsec = SigningSecret::parse(&SigningSecret::encode(b"a standard webhooks key")).unwrap();
-    let body_signed = |header, prefix| AuthPolicy {
-        body_signature: Some(BodySignature {
-            header,
-            prefix,
-            secrets: alloc::vec![SigningSecret::plain("form-secret").unwrap()],
-        }),
-        ..AuthPolicy::default()
-    };
     let mut policy = policy();
     policy.max_body_bytes = 1 << 20;
-    policy.senders.extend([
-        (
-            Profile::StandardWebhooks,
-            AuthPolicy { signing_secrets: alloc::vec![whsec.clone()], ..AuthPolicy::default() },
-        ),
-        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
-        (Profile::Tally, body_signed("tally-signature", "")),
-    ]);
+    for profile in Profile::ALL.into_iter().filter(|p| *p != Profile::StaticForms) {
+        let auth = match crate::profile::registry::sender(profile).auth() {
+            SenderAuth::StaticForms => continue,
+            SenderAuth::StandardWebhooks { .. } => {
+                AuthPolicy { signing_secrets: alloc::vec![whsec.clone()], ..AuthPolicy::default() }
+            }
+            SenderAuth::BodySigned { header, prefix, .. } => AuthPolicy {
+                body_signature: Some(BodySignature {
+                    header,
+                    prefix,
+                    secrets: alloc::vec![SigningSecret::plain("form-secret").unwrap()],
+                }),
+                ..AuthPolicy::default()
+            },
+        };
+        policy.senders.push((profile, auth));
+    }
     (policy, whsec)
 }
 
 /// A signed delivery of `body` to `profile`, as its sender sends it (`id` is the Standard
 /// Webhooks message ID), with noise headers.
 fn signed(profile: Profile, whsec: &crate::secret::SigningSecret, id: &str, body: &str) -> Headers {
+    use crate::profile::sender::SenderAuth;
     let form_secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
     let timestamp = format!("{}", NOW / 1000);
     let mut pairs: Vec<(String, String)> =
         alloc::vec![("Content-Type".into(), "application/json".into()), ("User-Agent".into(), "x".into())];
-    match profile {
-        Profile::StaticForms => {
+    match crate::profile::registry::sender(profile).auth() {
+        SenderAuth::StaticForms => {
             pairs.push(("Authorization".into(), "Bearer tok".into()));
             pairs.push(("Idempotency-Key".into(), KEY.into()));
         }
-        Profile::StandardWebhooks => {
+        SenderAuth::StandardWebhooks { .. } => {
             pairs.push(("webhook-id".into(), id.into()));
             pairs.push(("webhook-timestamp".into(), timestamp.clone()));
             pairs.push((
@@ -448,12 +451,9 @@ fn signed(profile: Profile, whsec: &crate::secret::SigningSecret, id: &str, body
                 crate::auth::signature_header(whsec, id, &timestamp, body.as_bytes()),
             ));
         }
-        Profile::Typeform => pairs.push((
-            "Typeform-Signature".into(),
-            crate::auth::body_signature_header(&form_secret, "sha256=", body.as_bytes()),
-        )),
-        Profile::Tally => pairs
-            .push(("Tally-Signature".into(), crate::auth::body_signature_header(&form_secret, "", body.as_bytes()))),
+        SenderAuth::BodySigned { header, prefix, .. } => {
+            pairs.push((header.into(), crate::auth::body_signature_header(&form_secret, prefix, body.as_bytes())))
+        }
     }
     Headers::new(pairs)
 }
