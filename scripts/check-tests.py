@@ -89,6 +89,9 @@ def main() -> int:
         problems.append("edge upload: no 'Total Upload' line in the dry-run deploy")
     elif float(gzip.group(1)) > limits["upload-gzip-kib"]:
         problems.append(f"edge upload: {gzip.group(1)} KiB gzip is over {limits['upload-gzip-kib']} KiB")
+    elif float(gzip.group(1)) > limits["upload-gzip-kib-ceiling"]:
+        problems.append(f"edge upload: {gzip.group(1)} KiB gzip is over this code's ceiling of "
+                        f"{limits['upload-gzip-kib-ceiling']} KiB: did a change link code the edge never runs?")
 
     lambda_ = grep(out / "deploy-aws.log", r"built target/lambda.*")
     if not lambda_:

@@ -8,7 +8,6 @@ use core::fmt;
 pub use shared::config::ConfigError;
 
 use shared::auth::{AuthPolicy, BodySignature, HeaderCredentials};
-use shared::profile::registry::sender;
 use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
 use shared::receive::{Policy, DEFAULT_MAX_BODY_BYTES, DEFAULT_RETENTION_DAYS};
@@ -147,7 +146,7 @@ impl Config {
             if senders.iter().any(|(p, _)| *p == profile) {
                 return Err(invalid);
             }
-            let auth = match sender(profile).auth() {
+            let auth = match profile.auth() {
                 SenderAuth::StaticForms => static_forms.clone(),
                 SenderAuth::StandardWebhooks { variable } => AuthPolicy {
                     signing_secrets: list(variable)

@@ -3,7 +3,7 @@
 //! low in the house, beside `key`. Each sender's parsing and lead mapping is a module beside
 //! this one that implements [`sender::Sender`], above `envelope`, `receipt` and `lead`;
 //! [`registry`] lists them. Adding a sender is its module, its row in the `profiles!` table
-//! below (which also declares the module), and its line in [`registry::sender`]
+//! below (which also declares the module), and its line in [`registry`]'s `with_sender!`
 //! (ARCHITECTURE.md, "Adding a sender profile").
 //!
 //! Receipt keys are namespaced by profile (`tally:<responseId>`, ...), so identities from
@@ -41,7 +41,7 @@ macro_rules! names {
 /// read];`, under its documentation. The row declares the profile's module (`profile/<module>.rs`)
 /// and gives the enum its variant and the profile its identity (the route is
 /// `/webhooks/<name>`); what the profile does is its module's [`sender::Sender`], listed in
-/// [`registry::sender`].
+/// [`registry`] (its `with_sender!`).
 macro_rules! profiles {
     ($($(#[$doc:meta])* $variant:ident($module:ident): $name:literal, $prefix:literal, $headers:expr;)*) => {
         $(pub mod $module;)*

@@ -13,7 +13,6 @@ use crate::dynamo::item_size;
 use crate::envelope::Refusal;
 use crate::fingerprint::same_content;
 use crate::headers::Headers;
-use crate::profile::registry::sender;
 use crate::profile::Profile;
 use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
@@ -216,13 +215,12 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
         Err(AuthError::NotConfigured) => return respond(Outcome::AuthNotConfigured),
         Err(error) => return respond(Outcome::Unauthenticated(error, auth.challenge())),
     }
-    let sender = sender(delivery.profile);
-    let envelope = match sender.read(delivery.headers, delivery.body) {
+    let envelope = match delivery.profile.read(delivery.headers, delivery.body) {
         Ok(envelope) => envelope,
         Err(Refusal::Envelope(error)) => return respond(Outcome::InvalidEnvelope(error)),
         Err(Refusal::Key(error)) => return respond(Outcome::InvalidKey(error)),
     };
-    let key = match sender.key(delivery.headers, &envelope) {
+    let key = match delivery.profile.receipt_key(delivery.headers, &envelope) {
         Ok(key) => key,
         Err(error) => return Step::Respond(Outcome::InvalidKey(error), Some(envelope.submission_id)),
     };

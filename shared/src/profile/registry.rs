@@ -1,31 +1,70 @@
-//! The registry of sender profiles: each profile's [`Sender`], one line each. A delivery's
-//! envelope ([`Profile::read`]) and a receipt's lead ([`lead_from_receipt`]) go through it.
-//! The profiles' identities are [`crate::profile`]'s, below everything here; each sender's
-//! module is above `envelope`, `receipt` and `lead`; this file is above them all.
+//! The registry of sender profiles: each profile's [`Sender`], one line each (in
+//! `with_sender!`). A delivery's envelope and key ([`Profile::read`], [`Profile::receipt_key`]),
+//! a profile's authentication ([`Profile::auth`]) and a receipt's lead ([`lead_from_receipt`])
+//! go through it. The profiles' identities are [`crate::profile`]'s, below everything here;
+//! each sender's module is above `envelope`, `receipt` and `lead`; this file is above them all.
+//!
+//! The dispatch is static: each method is called on the profile's own type, so a shell links
+//! only the methods it calls (the edge never links a lead mapping). [`sender`] hands out the
+//! trait object, for tests and tools, and links every method of every profile.
+
+use alloc::string::String;
 
 use crate::envelope::{Envelope, Refusal};
 use crate::headers::Headers;
+use crate::key::KeyError;
 use crate::lead::{Lead, LeadError};
 pub use crate::mapping::LeadMapping;
-use crate::profile::sender::Sender;
+use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
 use crate::receipt::Receipt;
 
-/// What `profile` does: its module's [`Sender`].
+/// `$body` with `$sender` bound to `$profile`'s sender, its own type: the registry's one line
+/// per profile.
+macro_rules! with_sender {
+    ($profile:expr, |$sender:ident| $body:expr) => {
+        match $profile {
+            Profile::StaticForms => {
+                let $sender = &super::static_forms::StaticForms;
+                $body
+            }
+            Profile::StandardWebhooks => {
+                let $sender = &super::standard_webhooks::StandardWebhooks;
+                $body
+            }
+            Profile::Typeform => {
+                let $sender = &super::typeform::Typeform;
+                $body
+            }
+            Profile::Tally => {
+                let $sender = &super::tally::Tally;
+                $body
+            }
+        }
+    };
+}
+
+/// What `profile` does: its module's [`Sender`], as a trait object (every method linked; the
+/// shells call the static methods below instead).
 pub fn sender(profile: Profile) -> &'static dyn Sender {
-    match profile {
-        Profile::StaticForms => &super::static_forms::StaticForms,
-        Profile::StandardWebhooks => &super::standard_webhooks::StandardWebhooks,
-        Profile::Typeform => &super::typeform::Typeform,
-        Profile::Tally => &super::tally::Tally,
-    }
+    with_sender!(profile, |sender| sender as &'static dyn Sender)
 }
 
 impl Profile {
+    /// How this profile's deliveries are authenticated ([`Sender::auth`]).
+    pub fn auth(self) -> SenderAuth {
+        with_sender!(self, |sender| sender.auth())
+    }
+
     /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its
-    /// envelope: identity, event, the parsed body and its fingerprint.
+    /// envelope: identity, event, the parsed body and its fingerprint ([`Sender::read`]).
     pub fn read(self, headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {
-        sender(self).read(headers, body)
+        with_sender!(self, |sender| sender.read(headers, body))
+    }
+
+    /// The receipt key of a delivery whose envelope was read ([`Sender::key`]).
+    pub fn receipt_key(self, headers: &Headers, envelope: &Envelope) -> Result<String, KeyError> {
+        with_sender!(self, |sender| sender.key(headers, envelope))
     }
 }
 
@@ -33,7 +72,7 @@ impl Profile {
 /// for Static Forms (as it always was) and the receipt's key (`<profile>:<id>`) for every other
 /// profile, so the same raw ID from two senders is two leads.
 pub fn lead_from_receipt(receipt: &Receipt, mapping: &LeadMapping) -> Result<Lead, LeadError> {
-    sender(receipt.profile).lead(receipt, mapping)
+    with_sender!(receipt.profile, |sender| sender.lead(receipt, mapping))
 }
 
 #[cfg(test)]
