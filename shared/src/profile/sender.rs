@@ -86,6 +86,26 @@ pub struct Example {
     pub name_and_email: (&'static str, &'static str),
 }
 
+#[cfg(any(test, feature = "examples"))]
+impl Example {
+    /// A JSON delivery (`Content-Type: application/json`) of `body`.
+    pub(crate) fn json(
+        body: String,
+        identity: String,
+        external_id: String,
+        name_and_email: (&'static str, &'static str),
+    ) -> Example {
+        let headers = alloc::vec![("Content-Type", String::from("application/json"))];
+        Example { headers, body: body.into_bytes(), identity, external_id, name_and_email }
+    }
+
+    /// The same with another header.
+    pub(crate) fn header(mut self, name: &'static str, value: String) -> Example {
+        self.headers.push((name, value));
+        self
+    }
+}
+
 /// `text` with every `from` replaced by `to` as a JSON string, for examples built from a
 /// sender's documented payload; `from` may begin with the member's name (`"responseId": "x"`),
 /// so only that member changes. Panics when `from` is absent: the example would be stale.

@@ -82,13 +82,9 @@ impl Sender for StandardWebhooks {
         let body = alloc::format!(
             r#"{{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{{"name":"Grace Hopper","email":"grace@example.com","message":{message},"plan":"pro"}}}}"#
         );
-        crate::profile::sender::Example {
-            headers: alloc::vec![("Content-Type", String::from("application/json")), ("webhook-id", String::from(id))],
-            body: body.into_bytes(),
-            identity: String::from(id),
-            external_id: Profile::StandardWebhooks.key(id),
-            name_and_email: ("Grace Hopper", "grace@example.com"),
-        }
+        let lead = ("Grace Hopper", "grace@example.com");
+        crate::profile::sender::Example::json(body, id.into(), Profile::StandardWebhooks.key(id), lead)
+            .header("webhook-id", id.into())
     }
 }
 

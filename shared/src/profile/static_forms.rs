@@ -4,8 +4,6 @@
 //! the profiles and stay where every profile's common types are; this file plugs them in.
 
 use alloc::string::String;
-#[cfg(any(test, feature = "examples"))]
-use alloc::vec;
 
 use crate::envelope::{parse_envelope, Envelope, Refusal};
 use crate::headers::Headers;
@@ -46,15 +44,7 @@ impl Sender for StaticForms {
         use crate::profile::sender::substitute;
         let body = include_str!("../../tests/fixtures/delivery.json");
         let body = substitute(&substitute(body, "\"sub_8fK2qLw9Xc\"", id), "\"Hello\"", answer);
-        crate::profile::sender::Example {
-            headers: vec![
-                ("Content-Type", String::from("application/json")),
-                ("Idempotency-Key", Profile::StaticForms.key(id)),
-            ],
-            body: body.into_bytes(),
-            identity: String::from(id),
-            external_id: String::from(id),
-            name_and_email: ("Ada Lovelace", "ada@example.com"),
-        }
+        crate::profile::sender::Example::json(body, id.into(), id.into(), ("Ada Lovelace", "ada@example.com"))
+            .header("Idempotency-Key", Profile::StaticForms.key(id))
     }
 }

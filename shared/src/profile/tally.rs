@@ -127,13 +127,7 @@ impl Sender for Tally {
         use crate::profile::sender::substitute;
         let body = include_str!("../../tests/fixtures/tally.json");
         let body = substitute(&substitute(body, "\"responseId\": \"2wgx4n\"", id), "\"Hello world\"", answer);
-        crate::profile::sender::Example {
-            headers: alloc::vec![("Content-Type", String::from("application/json"))],
-            body: body.into_bytes(),
-            identity: String::from(id),
-            external_id: Profile::Tally.key(id),
-            name_and_email: ("", "alice@example.com"),
-        }
+        crate::profile::sender::Example::json(body, id.into(), Profile::Tally.key(id), ("", "alice@example.com"))
     }
 }
 

@@ -145,13 +145,9 @@ impl Sender for Typeform {
         let body = substitute(body, "\"a3a12ec67a1365927098a606107fac15\"", id);
         let first_answer = "\"It's cold right now! I live in an older medium-sized city with a university. Geographically, the area is hilly.\"";
         let identity = alloc::format!("lT4Z3j:{id}");
-        crate::profile::sender::Example {
-            headers: alloc::vec![("Content-Type", String::from("application/json"))],
-            body: substitute(&body, first_answer, answer).into_bytes(),
-            external_id: Profile::Typeform.key(&identity),
-            name_and_email: ("Laura", "laura@example.com"),
-            identity,
-        }
+        let external_id = Profile::Typeform.key(&identity);
+        let body = substitute(&body, first_answer, answer);
+        crate::profile::sender::Example::json(body, identity, external_id, ("Laura", "laura@example.com"))
     }
 }
 
