@@ -49,6 +49,16 @@ def grep(log: Path, pattern: str) -> str | None:
     return m.group(0) if m else None
 
 
+# Text only the sender profiles' lead mappings hold (Tally's and Typeform's field types): the
+# edge never maps a lead, so its Wasm must not hold them.
+LEAD_MAPPING_WORDS = ["INPUT_EMAIL", "TEXTAREA", "long_text", "short_text"]
+
+
+def wasm_bytes():
+    path = Path(__file__).resolve().parent.parent / "edge/build/index_bg.wasm"
+    return path.read_bytes() if path.exists() else b""
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     minimum, limits = floors()
@@ -89,6 +99,9 @@ def main() -> int:
         problems.append("edge upload: no 'Total Upload' line in the dry-run deploy")
     elif float(gzip.group(1)) > limits["upload-gzip-kib"]:
         problems.append(f"edge upload: {gzip.group(1)} KiB gzip is over {limits['upload-gzip-kib']} KiB")
+    elif linked := [w for w in LEAD_MAPPING_WORDS if w.encode() in wasm_bytes()]:
+        problems.append(f"edge upload: the Worker links the lead mappings ({', '.join(linked)} in its Wasm): "
+                        "only the stream worker maps leads")
     elif float(gzip.group(1)) > limits["upload-gzip-kib-ceiling"]:
         problems.append(f"edge upload: {gzip.group(1)} KiB gzip is over this code's ceiling of "
                         f"{limits['upload-gzip-kib-ceiling']} KiB: did a change link code the edge never runs?")

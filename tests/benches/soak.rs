@@ -2,8 +2,8 @@
 //! on 127.0.0.1; writes target/soak/report.md and fails when anything was lost or a process's
 //! memory grew. `SOAK_SUBMISSIONS` and `SOAK_CONCURRENCY` change its size; `SOAK_STACK=deployed`
 //! runs it on `template.yaml` deployed to a local AWS (the mapping invoking the deployed stream
-//! function; the sink's faults latency only, as that mapping drops what a function reports
-//! failed).
+//! function; the sink's faults latency only, as that mapping moves past what a function
+//! reports failed, and the rest of its batch).
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,7 +1,7 @@
 //! What a sender profile is, as one trait: each sender's module implements [`Sender`], and
-//! [`super::registry::sender`] lists them. A new profile is its module, its row in
-//! `profiles!` table (in `profile.rs`) and its line in the registry; the common contract
-//! (`profile/contract.rs`) then runs on it with no new test code.
+//! the registry lists them (`with_sender!` in [`super::registry`]). A new profile is its
+//! module, its row in the `profiles!` table (in `profile.rs`) and its line in the registry; the
+//! common contract (`profile/contract.rs`) then runs on it with no new test code.
 
 use alloc::string::String;
 #[cfg(any(test, feature = "examples"))]
