@@ -288,6 +288,69 @@ class Alarms(unittest.TestCase):
         self.assertIn('pub const SERVICE: &str = "stream-worker"', sources)
 
 
+class OperatorsPicture(unittest.TestCase):
+    """The dashboard and the silence alarm (the deployed stack's test ties each widget's
+    metric to a line the code writes: tests/it/deployed.rs)."""
+
+    @staticmethod
+    def dashboard():
+        body, variables = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+        text = re.sub(r"\$\{([A-Za-z:.]+)\}", lambda m: "" if m.group(1) == "SilenceAlarmEntry" else f"<{m.group(1)}>", body)
+        return json.loads(text.replace("${!", "${")), variables
+
+    def test_the_silence_alarm_fires_when_every_hour_of_its_window_is_without_a_lead(self):
+        alarm = RESOURCES["SilenceAlarm"]
+        props = alarm["Properties"]
+        self.assertEqual(alarm["Condition"], "WatchesSilence")
+        self.assertEqual((props["Namespace"], props["MetricName"]), ("WebhookReceiver", "LeadsWritten"))
+        self.assertEqual(props["Dimensions"], [{"Name": "service", "Value": "stream-worker"}])
+        self.assertEqual((props["Statistic"], props["Period"]), ("Sum", 3600))
+        self.assertEqual(props["EvaluationPeriods"], {"Ref": "SilenceHours"})
+        self.assertEqual(props["DatapointsToAlarm"], {"Ref": "SilenceHours"})
+        self.assertEqual((props["ComparisonOperator"], props["Threshold"]), ("LessThanThreshold", 1))
+        self.assertEqual(props["TreatMissingData"], "breaching", "no batch at all is silence too")
+        hours = TEMPLATE["Parameters"]["SilenceHours"]
+        # CloudWatch evaluates at most 7 days (EvaluationPeriods x Period <= 604,800 s).
+        self.assertLessEqual(int(hours["MaxValue"]) * props["Period"], 604_800)
+        self.assertEqual((hours["Type"], int(hours["MinValue"])), ("Number", 0))
+        self.assertEqual(TEMPLATE["Conditions"]["WatchesSilence"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "SilenceHours"}, "0"]}]})
+
+    def test_the_dashboard_shows_every_alarm_and_reads_top_to_bottom(self):
+        dashboard, variables = self.dashboard()
+        widgets = dashboard["widgets"]
+        [alarms] = [w for w in widgets if w["type"] == "alarm"]
+        listed = {a.strip("<>").removesuffix(".Arn") for a in alarms["properties"]["alarms"]}
+        entry = variables["SilenceAlarmEntry"]["Fn::If"]
+        self.assertEqual(entry[0], "WatchesSilence")
+        listed.add(re.search(r"\$\{(\w+)\.Arn\}", entry[1]["Fn::Sub"]).group(1))
+        self.assertEqual(listed, set(of_type("AWS::CloudWatch::Alarm")), "the alarms' widget lists every alarm")
+        # The runbook beside the alarms, then rows in the order a delivery travels.
+        self.assertEqual((widgets[0]["type"], widgets[0]["y"], alarms["y"]), ("text", 0, 0))
+        self.assertIn("stream-worker receipts list --status FAILED", widgets[0]["properties"]["markdown"])
+        titles = [w["properties"]["title"] for w in widgets if w["type"] == "metric"]
+        steps = [int(t.split(".")[0]) for t in titles]
+        self.assertEqual(steps, sorted(steps), titles)
+        self.assertEqual(set(steps), {1, 2, 3, 4})
+        # One screen: 24 columns, no two widgets on the same cell.
+        cells = set()
+        for w in widgets:
+            self.assertLessEqual(w["x"] + w["width"], 24)
+            for x in range(w["x"], w["x"] + w["width"]):
+                for y in range(w["y"], w["y"] + w["height"]):
+                    self.assertNotIn((x, y), cells)
+                    cells.add((x, y))
+        # The iterator age against the stream's 24-hour retention (past it, records are gone).
+        [age] = [w for w in widgets if "iterator age" in w["properties"].get("title", "")]
+        lines = {a["value"] for a in age["properties"]["annotations"]["horizontal"]}
+        self.assertIn(24 * 3600 * 1000, lines)
+        [iterator_alarm] = [a for a in of_type("AWS::CloudWatch::Alarm").values() if a["Properties"]["MetricName"] == "IteratorAge"]
+        self.assertIn(iterator_alarm["Properties"]["Threshold"], lines)
+        # The functions' errors, throttles and duration, each for both functions.
+        for metric in ["Errors", "Throttles", "Duration"]:
+            shown = [m for w in widgets for m in w["properties"].get("metrics", []) if m[:2] == ["AWS/Lambda", metric]]
+            self.assertEqual({m[3] for m in shown}, {"<StreamWorkerFunction>", "<ReconcileFunction>"}, metric)
+
+
 class DeployScript(unittest.TestCase):
     def test_saved_parameters_survive_an_architecture_override(self):
         import importlib.util

@@ -40,6 +40,9 @@ pub enum Command {
     /// the stream's verdict on a reopened receipt (default 60 s); `force`: settle a `RECEIVED`
     /// receipt even while the stream may still retry it.
     Redrive { target: RedriveTarget, wait: Duration, force: bool, json: bool },
+    /// `console`: the local web page over the receipts, on 127.0.0.1:`port` (0: any free
+    /// port); a redrive waits up to `wait` for the stream's verdict.
+    Console { port: u16, wait: Duration },
 }
 
 /// `--since`: a time, or an age before now.
@@ -96,6 +99,16 @@ enum Top {
         /// The example's free-text answer.
         #[arg(long, value_name = "text", default_value = "Hello", requires = "example")]
         answer: String,
+    },
+    /// Serve a web page over the receipts on 127.0.0.1 (list, show, redrive); prints its
+    /// login URL, which works once.
+    Console {
+        /// The port (by default any free one).
+        #[arg(long, value_name = "port", default_value_t = 0)]
+        port: u16,
+        /// How long a redrive waits for the stream's verdict.
+        #[arg(long, value_name = "age", value_parser = age, default_value = "60s")]
+        wait: Duration,
     },
     /// Read and repair receipts.
     Receipts {
@@ -161,6 +174,7 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
             }
             Command::Reconcile { older_than, scan, json }
         }
+        Top::Console { port, wait } => Command::Console { port, wait },
         Top::Profiles { example, answer } => Command::Profiles { example: example.map(|id| (id, answer)) },
         Top::Receipts { command: Receipts::List { status, since, json } } => Command::List { status, since, json },
         Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json } } => {
@@ -211,7 +225,7 @@ pub fn age(text: &str) -> Result<Duration, String> {
     number.checked_mul(seconds).map(Duration::from_secs).ok_or_else(bad)
 }
 
-fn status(text: &str) -> Result<ReceiptStatus, String> {
+pub fn status(text: &str) -> Result<ReceiptStatus, String> {
     ReceiptStatus::parse(&text.to_ascii_uppercase())
         .ok_or_else(|| format!("{text:?} is not a status: RECEIVED, COMPLETED or FAILED"))
 }
@@ -231,7 +245,7 @@ fn profile(name: &str) -> Result<Profile, String> {
 
 /// An ISO-8601 UTC time (`2026-11-30`, `2026-11-30T06:00:00Z`, with milliseconds or not), or
 /// an age.
-fn since(text: &str) -> Result<Since, String> {
+pub fn since(text: &str) -> Result<Since, String> {
     if let Ok(ago) = age(text) {
         return Ok(Since::Ago(ago));
     }
@@ -310,6 +324,12 @@ mod tests {
         assert!(parse(&args("profiles --answer hi")).unwrap_err().contains("--example"));
         assert_eq!(parse(&[]), Ok(Command::Lambda));
         assert_eq!(parse(&args("poll")), Ok(Command::Poll));
+        assert_eq!(parse(&args("console")), Ok(Command::Console { port: 0, wait: Duration::from_secs(60) }));
+        assert_eq!(
+            parse(&args("console --port 8123 --wait 5s")),
+            Ok(Command::Console { port: 8123, wait: Duration::from_secs(5) })
+        );
+        assert!(parse(&args("console --port 70000")).is_err());
         assert_eq!(
             parse(&args("reconcile --older-than 15m --json --force")),
             Ok(Command::Reconcile { older_than: Duration::from_secs(900), scan: false, json: true })

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod handler;
 pub mod inventory;
 pub mod metrics;

@@ -1,6 +1,6 @@
 //! `stream-worker`: the Lambda function (no arguments; the reconcile function when Lambda's
 //! `_HANDLER` is `reconcile`), `poll` for local runs, and the operator's commands
-//! (`reconcile`, `receipts list|show|redrive`, `profiles`). `stream-worker --help` says how.
+//! (`reconcile`, `receipts list|show|redrive`, `console`, `profiles`). `stream-worker --help` says how.
 
 // The handler's batch futures nest deeper than the default limit of trait queries allows.
 #![recursion_limit = "256"]
@@ -129,6 +129,7 @@ async fn main() -> anyhow::Result<()> {
             print_out(text);
             Ok(())
         }
+        Command::Console { port, wait } => stream_worker::console::serve(handler, port, wait, shutdown()).await,
         Command::List { .. } | Command::Show { .. } | Command::Profiles { .. } => unreachable!("handled above"),
     }
 }

@@ -6,7 +6,8 @@
 //! Exactly-once is counted where it happens: in the sink's raw requests. Then what production
 //! leans on when the sink says no: the deployed reconcile function, invoked under its role,
 //! settles a receipt the stream left waiting; an operator's key redrives a FAILED one through
-//! the deployed mapping; and the functions' EMF lines carry every metric the alarms watch.
+//! the deployed mapping; and the functions' EMF lines carry every metric the alarms watch, and
+//! with the Worker's, every metric the deployed dashboard shows.
 //!
 //! What the local AWS cannot show (docs/deploying.md): ministack 1.5.33's
 //! DynamoDB stream mappings ignore `batchItemFailures` and `BisectBatchOnFunctionError` (a
@@ -27,7 +28,7 @@ use tests::ministack::Ministack;
 use tests::senders;
 use tests::stack::{self, TABLE};
 use tests::stub_http::WebhookStandIn;
-use tests::template::{alarm_metrics, AlarmMetric};
+use tests::template::{alarm_metrics, dashboard_metrics, AlarmMetric, WidgetMetric};
 
 /// The stack deployed with a webhook sink, and the built Worker signing with the `EdgeUser`'s key.
 struct Deployed {
@@ -194,6 +195,42 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     let missing: Vec<&AlarmMetric> =
         watched.iter().filter(|m| !emitted.contains(&(m.name.clone(), m.dimensions.clone()))).collect();
     assert!(missing.is_empty(), "alarms on metrics no deployed function wrote: {missing:?}\nwritten: {emitted:?}");
+
+    // The dashboard deployed with the stack, and every metric of the code's namespace its
+    // widgets show was written: by a deployed function, or by the Worker (its log lines, as a
+    // log shipper would put them into CloudWatch Logs). SEARCH widgets match any value of an
+    // unfiltered dimension.
+    let dashboards = stack.aws.dashboards();
+    let (_, deployed) =
+        dashboards.iter().find(|(name, _)| name.ends_with("-webhooks")).expect("the template's dashboard");
+    let alarms: Vec<&str> =
+        deployed["widgets"][1]["properties"]["alarms"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    assert_eq!(alarms.len(), 8, "every alarm, the silence alarm too: {alarms:?}");
+    assert!(alarms.iter().all(|a| a.starts_with("arn:aws:cloudwatch:") && a.contains(":alarm:")), "{alarms:?}");
+    assert_eq!(
+        deployed["widgets"].as_array().unwrap().len(),
+        tests::template::dashboard_body()["widgets"].as_array().unwrap().len()
+    );
+    let mut lines = stack.aws.log_lines();
+    let edge_lines = stack.edge.logs(2).into_iter().filter_map(|l| l.split_once(' ').map(|(_, line)| line.to_owned()));
+    lines.extend(edge_lines.map(|line| ("edge".to_owned(), line)));
+    let emitted = emitted_metrics(&lines);
+    let shown = dashboard_metrics("WebhookReceiver");
+    assert!(shown.len() >= 10, "the dashboard's metrics of the code's namespace: {shown:?}");
+    let unwritten: Vec<&WidgetMetric> = shown
+        .iter()
+        .filter(|m| {
+            !emitted.iter().any(|(name, dimensions)| {
+                *name == m.name
+                    && dimensions.len() == m.dimensions.len()
+                    && dimensions
+                        .iter()
+                        .zip(&m.dimensions)
+                        .all(|((n, v), (wn, wv))| n == wn && wv.as_ref().is_none_or(|wv| wv == v))
+            })
+        })
+        .collect();
+    assert!(unwritten.is_empty(), "widgets on metrics nothing wrote: {unwritten:?}\nwritten: {emitted:?}");
 }
 
 /// The (metric name, dimensions) of every EMF line in `lines` of the namespace the alarms watch

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod console;
 mod crm_batches;
 mod crm_rules;
 mod deployed;

@@ -172,9 +172,9 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
 
 /// The SQLite sink, but refusing the leads of some submissions, as a CRM that rejects a field
 /// would.
-struct Refusing {
-    inner: Sink,
-    refuse: &'static [&'static str],
+pub(crate) struct Refusing {
+    pub(crate) inner: Sink,
+    pub(crate) refuse: &'static [&'static str],
 }
 
 impl LeadSink for Refusing {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 pub mod aws;
+pub mod browser;
 pub mod crm;
 pub mod delivery;
 pub mod edge;

@@ -245,6 +245,39 @@ impl Ministack {
         lines
     }
 
+    /// Every CloudWatch dashboard, name and body (`ListDashboards`, `GetDashboard`), as the root user.
+    pub fn dashboards(&self) -> Vec<(String, Value)> {
+        let cloudwatch = |action: &str, body: &Value| {
+            let auth = "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/monitoring/aws4_request, SignedHeaders=host;x-amz-date, Signature=0";
+            let target = format!("GraniteServiceVersion20100801.{action}");
+            let headers = [
+                ("Content-Type", "application/x-amz-json-1.0"),
+                ("X-Amz-Target", target.as_str()),
+                ("X-Amz-Date", "20260101T000000Z"),
+                ("Authorization", auth),
+            ];
+            let answer = send("POST", &format!("{}/", self.endpoint()), &headers, body.to_string().as_bytes())
+                .expect("ministack answers");
+            assert_eq!(answer.status, 200, "{action}: {}", answer.body);
+            answer.json()
+        };
+        let listed = cloudwatch("ListDashboards", &json!({}));
+        let names: Vec<String> = listed["DashboardEntries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["DashboardName"].as_str().map(str::to_owned))
+            .collect();
+        names
+            .into_iter()
+            .map(|name| {
+                let got = cloudwatch("GetDashboard", &json!({"DashboardName": name}));
+                let body = got["DashboardBody"].as_str().expect("a dashboard's body");
+                (name, serde_json::from_str(body).expect("the deployed dashboard's body is JSON"))
+            })
+            .collect()
+    }
+
     fn rest(&self, method: &str, path: &str, service: &str, body: &[u8]) -> Answer {
         let auth = format!(
             "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host;x-amz-date, Signature=0"

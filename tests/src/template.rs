@@ -52,3 +52,89 @@ pub fn alarm_metrics(namespace: &str) -> Vec<AlarmMetric> {
     }
     metrics
 }
+
+/// A metric of the code's namespace a dashboard widget shows: its name and its dimensions
+/// (name, value), sorted; a value of `None` is a SEARCH expression's dimension without a
+/// filter (every value the code writes, an outcome or a reason, gets its own line).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WidgetMetric {
+    pub widget: String,
+    pub name: String,
+    pub dimensions: Vec<(String, Option<String>)>,
+}
+
+/// The `Dashboard` resource's body as CloudWatch receives it: `Fn::Sub`'s references replaced
+/// by stand-ins (`<Name>`), its `${!...}` by `${...}`, and the silence alarm's optional entry
+/// left out.
+pub fn dashboard_body() -> serde_json::Value {
+    let template = template();
+    let body = &template["Resources"]["Dashboard"]["Properties"]["DashboardBody"];
+    let Yaml::Tagged(sub) = body else { panic!("the dashboard's body is a !Sub, not {body:?}") };
+    let text = sub.value[0].as_str().expect("!Sub's first item, the body's text");
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').expect("a closed ${...}") + at;
+        let name = &rest[at + 2..end];
+        match name.strip_prefix('!') {
+            Some(literal) => out.push_str(&format!("${{{literal}}}")),
+            None if name == "SilenceAlarmEntry" => {}
+            None => out.push_str(&format!("<{name}>")),
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("the dashboard's body is JSON: {e}\n{out}"))
+}
+
+/// Every metric of `namespace` a widget of the dashboard shows: metric arrays (`[namespace,
+/// name, dimension, value, ..., {options}]`, written out in full: no `.` or `...`) and
+/// `SEARCH('{namespace,dimension,...} MetricName="..." dimension="..."', ...)` expressions.
+pub fn dashboard_metrics(namespace: &str) -> Vec<WidgetMetric> {
+    let body = dashboard_body();
+    let mut found = Vec::new();
+    for widget in body["widgets"].as_array().expect("widgets") {
+        let title = widget["properties"]["title"].as_str().unwrap_or("-").to_owned();
+        for metric in widget["properties"]["metrics"].as_array().into_iter().flatten() {
+            let parts = metric.as_array().expect("a widget's metric is an array");
+            if let Some(expression) = parts[0]["expression"].as_str() {
+                if let Some(search) = search_metric(expression, namespace) {
+                    found.push(WidgetMetric { widget: title.clone(), ..search });
+                }
+                continue;
+            }
+            let texts: Vec<&str> = parts.iter().filter_map(|p| p.as_str()).collect();
+            assert!(!texts.contains(&".") && !texts.contains(&"..."), "{title}: write metrics out in full");
+            if texts[0] != namespace {
+                continue;
+            }
+            let mut dimensions: Vec<(String, Option<String>)> =
+                texts[2..].chunks(2).map(|pair| (pair[0].to_owned(), Some(pair[1].to_owned()))).collect();
+            dimensions.sort();
+            found.push(WidgetMetric { widget: title.clone(), name: texts[1].to_owned(), dimensions });
+        }
+    }
+    found
+}
+
+/// The metric a SEARCH expression on `namespace` selects: `{namespace,dim,...}` names the
+/// dimensions, `MetricName="..."` the metric, `dim="value"` a filter.
+fn search_metric(expression: &str, namespace: &str) -> Option<WidgetMetric> {
+    let schema = expression.split_once('{')?.1.split_once('}')?;
+    let mut names = schema.0.split(',').map(str::trim);
+    if names.next()? != namespace {
+        return None;
+    }
+    let filters: Vec<(&str, &str)> = schema
+        .1
+        .split_whitespace()
+        .filter_map(|term| term.split_once('='))
+        .map(|(k, v)| (k, v.trim_matches(|c| c == '"' || c == '\'' || c == ',').split('"').next().unwrap_or("")))
+        .collect();
+    let name = filters.iter().find(|(k, _)| *k == "MetricName").map(|(_, v)| (*v).to_owned())?;
+    let mut dimensions: Vec<(String, Option<String>)> =
+        names.map(|d| (d.to_owned(), filters.iter().find(|(k, _)| *k == d).map(|(_, v)| (*v).to_owned()))).collect();
+    dimensions.sort();
+    Some(WidgetMetric { widget: String::new(), name, dimensions })
+}

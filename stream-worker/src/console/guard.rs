@@ -1,0 +1,257 @@
+//! The console's gate, decided without I/O: the only Hosts and Origins it answers, the one-time
+//! login token traded for a session cookie, the form token of every POST, and the headers
+//! every answer carries.
+
+use cookie::{Cookie, SameSite};
+use subtle::ConstantTimeEq;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "console_session";
+
+/// The headers on every answer: no script, style only from the console itself, no framing,
+/// forms only to itself, a referrer only within the console (a link out would not carry a
+/// receipt's URL; `no-referrer` would make browsers send `Origin: null` with the console's own
+/// forms), no cache (receipts are personal data).
+pub const HEADERS: [(&str, &str); 6] = [
+    (
+        "content-security-policy",
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "same-origin"),
+    ("cache-control", "no-store"),
+    ("cross-origin-opener-policy", "same-origin"),
+];
+
+/// Why a request is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// A `Host` other than 127.0.0.1 or localhost on the console's port (a DNS rebinding page).
+    WrongHost,
+    /// No session cookie, or not this console's.
+    NotLoggedIn,
+    /// The login token is wrong, or was used already.
+    BadLoginToken,
+    /// A POST whose `Origin` is not the console's own (another site's form).
+    CrossOrigin,
+    /// A POST without this session's form token.
+    NoFormToken,
+}
+
+impl Refusal {
+    /// The answer's status.
+    pub fn status(self) -> u16 {
+        match self {
+            Refusal::WrongHost => 421,
+            Refusal::NotLoggedIn | Refusal::BadLoginToken => 401,
+            Refusal::CrossOrigin | Refusal::NoFormToken => 403,
+        }
+    }
+
+    /// What the page says.
+    pub fn message(self) -> &'static str {
+        match self {
+            Refusal::WrongHost => "This console answers only at 127.0.0.1 or localhost.",
+            Refusal::NotLoggedIn => "Open the URL the console printed when it started.",
+            Refusal::BadLoginToken => {
+                "That login link is not valid (each works once): restart the console for a new one."
+            }
+            Refusal::CrossOrigin => "Refused: the form did not come from this console.",
+            Refusal::NoFormToken => "Refused: the form's token is missing or wrong; reload the page and try again.",
+        }
+    }
+}
+
+/// The console's secrets and its port.
+pub struct Gate {
+    port: u16,
+    /// The login token, until it is used.
+    login: Option<String>,
+    session: String,
+    form: String,
+}
+
+impl Gate {
+    /// A gate for a console on `port`, with three random tokens: the login link's, the
+    /// session cookie's, and the forms'.
+    pub fn new(port: u16, login: String, session: String, form: String) -> Gate {
+        Gate { port, login: Some(login), session, form }
+    }
+
+    /// The path and query of the login link (`None` once it was used).
+    pub fn login_path(&self) -> Option<String> {
+        self.login.as_ref().map(|token| format!("/login?token={token}"))
+    }
+
+    /// The forms' token.
+    pub fn form_token(&self) -> &str {
+        &self.form
+    }
+
+    /// Whether `host` (the `Host` header) names this console: `127.0.0.1` or `localhost` with
+    /// its port (without one only on port 80).
+    pub fn host(&self, host: Option<&str>) -> Result<(), Refusal> {
+        let host = host.ok_or(Refusal::WrongHost)?;
+        let (name, port) = match host.rsplit_once(':') {
+            Some((name, port)) => (name, port.parse::<u16>().ok()),
+            None => (host, Some(80)),
+        };
+        let local = name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost");
+        if local && port == Some(self.port) {
+            Ok(())
+        } else {
+            Err(Refusal::WrongHost)
+        }
+    }
+
+    /// Trades the login token for the session cookie (a `Set-Cookie` value), once.
+    pub fn login(&mut self, token: &str) -> Result<String, Refusal> {
+        let matches = self.login.as_deref().is_some_and(|login| same(login, token));
+        if !matches {
+            return Err(Refusal::BadLoginToken);
+        }
+        self.login = None;
+        let cookie =
+            Cookie::build((COOKIE, self.session.clone())).http_only(true).same_site(SameSite::Strict).path("/").build();
+        Ok(cookie.to_string())
+    }
+
+    /// Whether the `Cookie` header holds this console's session.
+    pub fn session(&self, cookies: Option<&str>) -> Result<(), Refusal> {
+        let mut all = Cookie::split_parse(cookies.unwrap_or(""));
+        let found = all.any(|c| c.is_ok_and(|c| c.name() == COOKIE && same(c.value(), &self.session)));
+        if found {
+            Ok(())
+        } else {
+            Err(Refusal::NotLoggedIn)
+        }
+    }
+
+    /// Whether a POST is this console's own form: its `Origin` is the console (browsers send
+    /// one with every POST), and it carries the form token.
+    pub fn post(&self, origin: Option<&str>, form_token: Option<&str>) -> Result<(), Refusal> {
+        let origin = origin.ok_or(Refusal::CrossOrigin)?;
+        let host = origin.strip_prefix("http://").ok_or(Refusal::CrossOrigin)?;
+        self.host(Some(host)).map_err(|_| Refusal::CrossOrigin)?;
+        match form_token {
+            Some(token) if same(token, &self.form) => Ok(()),
+            _ => Err(Refusal::NoFormToken),
+        }
+    }
+}
+
+/// Equal, in time that does not depend on where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// A random token: 32 bytes, as hex.
+pub fn token(random: [u8; 32]) -> String {
+    random.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate() -> Gate {
+        Gate::new(8123, "login-1".into(), "session-1".into(), "form-1".into())
+    }
+
+    #[test]
+    fn only_the_loopback_names_on_the_console_s_port_are_answered() {
+        let g = gate();
+        for good in ["127.0.0.1:8123", "localhost:8123", "LOCALHOST:8123"] {
+            assert_eq!(g.host(Some(good)), Ok(()), "{good}");
+        }
+        for bad in [
+            "evil.example:8123",
+            "127.0.0.1:8124",
+            "127.0.0.1",
+            "localhost",
+            "127.0.0.2:8123",
+            "[::1]:8123",
+            "localhost.evil.example:8123",
+            "127.0.0.1:8123:1",
+            "",
+        ] {
+            assert_eq!(g.host(Some(bad)), Err(Refusal::WrongHost), "{bad}");
+        }
+        assert_eq!(g.host(None), Err(Refusal::WrongHost));
+        let on_80 = Gate::new(80, "l".into(), "s".into(), "f".into());
+        assert_eq!((on_80.host(Some("localhost")), on_80.host(Some("localhost:80"))), (Ok(()), Ok(())));
+    }
+
+    #[test]
+    fn the_login_token_works_once_for_a_strict_http_only_cookie() {
+        let mut g = gate();
+        assert_eq!(g.login_path().as_deref(), Some("/login?token=login-1"));
+        assert_eq!(g.login("login-2"), Err(Refusal::BadLoginToken));
+        assert_eq!(g.login("login-"), Err(Refusal::BadLoginToken));
+        let cookie = g.login("login-1").unwrap();
+        let parsed = Cookie::parse(cookie.as_str()).unwrap();
+        assert_eq!((parsed.name(), parsed.value()), (COOKIE, "session-1"));
+        assert_eq!(
+            (parsed.http_only(), parsed.same_site(), parsed.path()),
+            (Some(true), Some(SameSite::Strict), Some("/"))
+        );
+        assert_eq!(g.login("login-1"), Err(Refusal::BadLoginToken), "used once");
+        assert_eq!(g.login_path(), None);
+    }
+
+    #[test]
+    fn the_session_is_the_cookie_s_exact_value() {
+        let g = gate();
+        assert_eq!(g.session(Some("a=1; console_session=session-1")), Ok(()));
+        assert_eq!(g.session(Some("console_session=session-1")), Ok(()));
+        for bad in ["console_session=session-2", "console_session=session-", "other=session-1", "", "garbage;;="] {
+            assert_eq!(g.session(Some(bad)), Err(Refusal::NotLoggedIn), "{bad}");
+        }
+        assert_eq!(g.session(None), Err(Refusal::NotLoggedIn));
+    }
+
+    #[test]
+    fn a_post_needs_the_console_s_origin_and_the_form_token() {
+        let g = gate();
+        assert_eq!(g.post(Some("http://127.0.0.1:8123"), Some("form-1")), Ok(()));
+        assert_eq!(g.post(Some("http://localhost:8123"), Some("form-1")), Ok(()));
+        for origin in ["http://evil.example", "https://127.0.0.1:8123", "null", "http://127.0.0.1:9999"] {
+            assert_eq!(g.post(Some(origin), Some("form-1")), Err(Refusal::CrossOrigin), "{origin}");
+        }
+        assert_eq!(g.post(None, Some("form-1")), Err(Refusal::CrossOrigin));
+        assert_eq!(g.post(Some("http://127.0.0.1:8123"), None), Err(Refusal::NoFormToken));
+        assert_eq!(g.post(Some("http://127.0.0.1:8123"), Some("form-2")), Err(Refusal::NoFormToken));
+        assert_eq!(g.form_token(), "form-1");
+    }
+
+    #[test]
+    fn refusals_have_their_statuses_and_say_what_to_do() {
+        let all = [
+            (Refusal::WrongHost, 421),
+            (Refusal::NotLoggedIn, 401),
+            (Refusal::BadLoginToken, 401),
+            (Refusal::CrossOrigin, 403),
+            (Refusal::NoFormToken, 403),
+        ];
+        for (refusal, status) in all {
+            assert_eq!(refusal.status(), status, "{refusal:?}");
+        }
+        assert!(Refusal::NotLoggedIn.message().contains("URL the console printed"));
+        assert!(Refusal::BadLoginToken.message().contains("restart"));
+        assert!(Refusal::WrongHost.message().contains("127.0.0.1"));
+        assert!(Refusal::CrossOrigin.message().contains("did not come from this console"));
+        assert!(Refusal::NoFormToken.message().contains("reload"));
+    }
+
+    #[test]
+    fn tokens_are_the_random_bytes_in_hex() {
+        let mut random = [0u8; 32];
+        random[0] = 0xab;
+        random[31] = 0x01;
+        let t = token(random);
+        assert_eq!(t.len(), 64);
+        assert!(t.starts_with("ab00") && t.ends_with("0001"), "{t}");
+        assert!(HEADERS[0].1.starts_with("default-src 'none'") && !HEADERS[0].1.contains("script-src"));
+    }
+}

@@ -1,0 +1,235 @@
+//! `stream-worker console`, the built binary against ministack (SigV4, the operator's IAM
+//! key) with a SQLite sink, driven by headless Chromium through chromedriver: log in with the
+//! printed token, filter, open a receipt whose form holds markup and script (shown as text,
+//! never run), redrive a FAILED receipt to COMPLETED while the stream runs, and a reload does
+//! not redrive again. Over plain HTTP, the gate: a wrong Host, no session, a used or wrong
+//! login token, a POST from another origin or without the form token are refused.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fantoccini::Locator;
+use shared::receipt::PENDING_SHARD;
+use stream_worker::config::SinkConfig;
+use stream_worker::handler::Handler;
+use stream_worker::sink::Sink;
+use tests::aws::{put_item, receipt, sdk_config};
+use tests::browser::Browser;
+use tests::delivery;
+use tests::worker;
+
+use crate::operate::{world, Refusing, World};
+
+/// What a visitor typed into the form's message: markup, a script, an attribute breakout.
+const MARKUP: &str = "<script>window.pwned=1</script><b>bold</b>\"><img src=x onerror=\"window.pwned=2\">";
+
+/// The console, stopped by its own PID when dropped; its stderr read at the end.
+struct Console {
+    child: Child,
+    port: u16,
+    login: String,
+}
+
+impl Console {
+    fn start(w: &World) -> Console {
+        let mut child = w
+            .command(&["console", "--wait", "60s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("stream-worker console starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("the login URL");
+        let url = line.trim().to_owned();
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap_or_else(|| panic!("a URL on 127.0.0.1: {url:?}"));
+        let (port, path) = rest.split_once('/').expect("a path after the port");
+        assert!(path.starts_with("login?token=") && path.len() > 70, "a login link with a long token: {url}");
+        Console { child, port: port.parse().unwrap(), login: url }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the console; what it wrote on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut text = String::new();
+        let _ = self.child.stderr.take().unwrap().read_to_string(&mut text);
+        text
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One request over a plain socket with exactly these headers (a `Host` of our choosing): the
+/// status and the whole answer.
+fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once() {
+    let w = world();
+    let config = sdk_config(&w.store, &w.worker_key).await;
+    let sqlite = || SinkConfig::Sqlite { path: w.leads_db().display().to_string() };
+    let marked = receipt(&delivery::body("sub_markup", MARKUP, 1_796_019_713), tests::now_millis() - 20_000);
+    put_item(&w.store, "receipts", &marked.to_item());
+    w.deliver("sub_fine", 10_000);
+    // The stream's pass: the sink refuses sub_markup (FAILED) and writes sub_fine.
+    let poller = worker::poller(&config, "receipts", w.dir.0.join("checkpoint.json"));
+    let refusing = Handler {
+        mapping: Default::default(),
+        sink: Refusing { inner: Sink::connect(&sqlite()).await.unwrap(), refuse: &["sub_markup"] },
+        receipts: worker::receipts(&config, "receipts"),
+    };
+    worker::drain(&poller, &refusing).await;
+    assert_eq!((w.status("sub_markup"), w.status("sub_fine")), ("FAILED".into(), "COMPLETED".into()));
+    // From now on the stream runs with a sink that accepts everything, as the deployed
+    // function would once the cause is fixed.
+    let healthy = Handler {
+        mapping: Default::default(),
+        sink: Sink::connect(&sqlite()).await.unwrap(),
+        receipts: worker::receipts(&config, "receipts"),
+    };
+    let running = Arc::new(AtomicBool::new(true));
+    let stream = {
+        let running = running.clone();
+        tokio::spawn(async move {
+            while running.load(Ordering::SeqCst) {
+                poller.pass(&healthy).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+
+    let console = Console::start(&w);
+    let (port, base) = (console.port, console.base());
+    let host = format!("127.0.0.1:{port}");
+    let login_path = console.login.strip_prefix(&base).unwrap().to_owned();
+
+    // The gate, before anyone logs in: another Host (a DNS-rebinding page) is refused, even
+    // with the right token; no session is refused; a wrong token is refused and does not use
+    // up the right one.
+    let (status, answer) = raw(port, "GET", &login_path, &[("Host", &format!("rebind.example:{port}"))], "");
+    assert_eq!(status, 421, "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("set-cookie"), "{answer}");
+    let (status, answer) = raw(port, "GET", "/", &[("Host", &host)], "");
+    assert_eq!(status, 401, "{answer}");
+    assert!(answer.contains("Open the URL the console printed"), "{answer}");
+    let (status, _) = raw(port, "GET", "/login?token=0000", &[("Host", &host)], "");
+    assert_eq!(status, 401);
+
+    let browser = Browser::start().await;
+    let c = &browser.client;
+    // Logging in: the token becomes a cookie script cannot read, and the address bar loses it.
+    c.goto(&console.login).await.unwrap();
+    assert_eq!(c.current_url().await.unwrap().as_str(), format!("{base}/"));
+    let cookies = c.get_all_cookies().await.unwrap();
+    let session = cookies.iter().find(|k| k.name() == "console_session").expect("the session cookie");
+    assert_eq!((session.http_only(), session.same_site()), (Some(true), Some(cookie::SameSite::Strict)));
+    let session = format!("console_session={}", session.value());
+    let page = browser.source().await;
+    assert!(page.contains("sub_markup") && page.contains("sub_fine"), "{page}");
+    // The login link worked once.
+    let (status, _) = raw(port, "GET", &login_path, &[("Host", &host)], "");
+    assert_eq!(status, 401, "a used login token");
+
+    // Filtering by status: only the FAILED one.
+    c.find(Locator::Css("select[name=status]")).await.unwrap().select_by_value("FAILED").await.unwrap();
+    c.find(Locator::Css("form.filter button")).await.unwrap().click().await.unwrap();
+    assert!(c.current_url().await.unwrap().as_str().contains("status=FAILED"));
+    let page = browser.source().await;
+    assert!(page.contains("sub_markup") && page.contains("sink_rejected") && !page.contains("sub_fine"), "{page}");
+    // docs/console.png is this page (CONSOLE_SCREENSHOT=docs/console.png).
+    if let Ok(path) = std::env::var("CONSOLE_SCREENSHOT") {
+        std::fs::write(path, c.screenshot().await.unwrap()).unwrap();
+    }
+
+    // The receipt, then its form's contents: what the visitor wrote is shown as text.
+    c.find(Locator::LinkText("sub_markup")).await.unwrap().click().await.unwrap();
+    assert!(!browser.source().await.contains("window.pwned"), "no form contents until asked");
+    c.find(Locator::LinkText("Show the form's contents")).await.unwrap().click().await.unwrap();
+    let shown = c.find(Locator::Css("pre")).await.unwrap().text().await.unwrap();
+    assert!(shown.contains("<script>window.pwned=1</script><b>bold</b>"), "{shown}");
+    assert!(c.find_all(Locator::Css("script, img, b")).await.unwrap().is_empty(), "markup became elements");
+    let pwned = c.execute("return typeof window.pwned", vec![]).await.unwrap();
+    assert_eq!(pwned, "undefined", "the visitor's script ran");
+
+    // Redrive: the button runs `receipts redrive`, the stream settles it, the page says so.
+    let before = w.store.get("receipts", &delivery::key("sub_markup")).unwrap();
+    c.find(Locator::Css("form[action='/redrive'] button")).await.unwrap().click().await.unwrap();
+    let after_post = c.current_url().await.unwrap();
+    assert_eq!(after_post.path(), "/receipt", "back to the receipt's page (a GET): {}", browser.source().await);
+    let page = browser.source().await;
+    assert!(page.contains("Redrive: FAILED → completed"), "{page}");
+    assert!(page.contains("<td class=\"COMPLETED\">COMPLETED</td>"), "{page}");
+    assert_eq!(w.status("sub_markup"), "COMPLETED");
+    let after = w.store.get("receipts", &delivery::key("sub_markup")).unwrap();
+    assert!(before.get("redrivenAt").is_none() && after["redrivenAt"]["S"].is_string(), "{after}");
+    assert!(after.get(PENDING_SHARD).is_none());
+
+    // A reload is a GET of the receipt: no second redrive, and the notice is not shown again.
+    c.refresh().await.unwrap();
+    let page = browser.source().await;
+    assert!(
+        !page.contains("Redrive:") && page.contains("COMPLETED") && !page.contains("action=\"/redrive\""),
+        "{page}"
+    );
+    let again = w.store.get("receipts", &delivery::key("sub_markup")).unwrap();
+    assert_eq!(again["redrivenAt"], after["redrivenAt"], "the receipt was not reopened again");
+    assert_eq!(w.leads(), [delivery::lead("sub_fine", 1), delivery::lead("sub_markup", 1)]);
+
+    // A POST needs the console's origin and the form token, even with the session cookie.
+    let form = "profile=staticforms&id=sub_markup";
+    let post = |headers: &[(&str, &str)], body: &str| raw(port, "POST", "/redrive", headers, body);
+    let content = ("Content-Type", "application/x-www-form-urlencoded");
+    let origin = format!("http://{host}");
+    let (status, answer) = post(&[("Host", &host), ("Cookie", &session), ("Origin", &origin), content], form);
+    assert_eq!(status, 403, "no form token: {answer}");
+    let token = c.find(Locator::Css("input[name=form_token]")).await;
+    assert!(token.is_err(), "a COMPLETED receipt has no redrive form");
+    let with_token = format!("{form}&form_token=0000");
+    let (status, _) = post(&[("Host", &host), ("Cookie", &session), ("Origin", &origin), content], &with_token);
+    assert_eq!(status, 403, "a wrong form token");
+    let (status, _) = post(&[("Host", &host), ("Cookie", &session), ("Origin", "http://evil.example"), content], form);
+    assert_eq!(status, 403, "another origin");
+    let (status, _) = post(&[("Host", &host), ("Cookie", &session), content], form);
+    assert_eq!(status, 403, "no origin");
+    let (status, _) = post(&[("Host", "evil.example"), ("Cookie", &session), ("Origin", &origin), content], form);
+    assert_eq!(status, 421, "another Host");
+    let (status, _) = post(&[("Host", &host), ("Origin", &origin), content], form);
+    assert_eq!(status, 401, "no session");
+    // Every answer forbids script and framing.
+    let (status, answer) = raw(port, "GET", "/", &[("Host", &host), ("Cookie", &session)], "");
+    assert_eq!(status, 200);
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("content-security-policy: default-src 'none'; style-src 'self'"), "{answer}");
+    assert!(lower.contains("x-frame-options: deny") && lower.contains("cache-control: no-store"), "{answer}");
+
+    running.store(false, Ordering::SeqCst);
+    stream.await.unwrap();
+    let log = console.stop();
+    assert_eq!(log.matches("console: redrive").count(), 1, "one redrive: {log}");
+    assert!(!log.contains(delivery::VISITOR_EMAIL) && !log.contains("pwned"), "no form contents in the log: {log}");
+}

@@ -1,0 +1,63 @@
+//! Headless Chromium, driven through chromedriver (the one `make test` installs) with
+//! fantoccini: a browser for the console's tests, on 127.0.0.1 and an ephemeral port, stopped
+//! by its own PID when its handle drops.
+
+use std::process::{Child, Command, Stdio};
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::json;
+
+use crate::http::send;
+use crate::process::{free_port, wait_until, TempDir};
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: TempDir,
+}
+
+impl Browser {
+    /// Starts chromedriver (`CHROMEDRIVER`, else /usr/bin/chromedriver) and a headless Chromium
+    /// session with a profile of its own.
+    pub async fn start() -> Browser {
+        let driver_path = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let port = free_port();
+        let driver = Command::new(&driver_path)
+            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{driver_path}: {e} (make setup installs chromium-driver)"));
+        let status = format!("http://127.0.0.1:{port}/status");
+        wait_until("chromedriver", 20, || send("GET", &status, &[], b"").is_some_and(|a| a.status == 200));
+        let profile = TempDir::new("chromium");
+        let capabilities = json!({
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--window-size=1280,900", format!("--user-data-dir={}", profile.0.display())]
+            }
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else { unreachable!() };
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a Chromium session through chromedriver");
+        Browser { client, driver, _profile: profile }
+    }
+
+    /// The page's source.
+    pub async fn source(&self) -> String {
+        self.client.source().await.expect("the page's source")
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
