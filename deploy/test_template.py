@@ -310,9 +310,13 @@ class OperatorsPicture(unittest.TestCase):
         self.assertEqual((props["ComparisonOperator"], props["Threshold"]), ("LessThanThreshold", 1))
         self.assertEqual(props["TreatMissingData"], "breaching", "no batch at all is silence too")
         hours = TEMPLATE["Parameters"]["SilenceHours"]
-        # CloudWatch evaluates at most 7 days (EvaluationPeriods x Period <= 604,800 s).
-        self.assertLessEqual(int(hours["MaxValue"]) * props["Period"], 604_800)
-        self.assertEqual((hours["Type"], int(hours["MinValue"])), ("Number", 0))
+        # Whole hours from 0 to 168: CloudWatch evaluates at most 7 days (EvaluationPeriods x
+        # Period <= 604,800 s), and a fraction would pass a Number parameter and fail the alarm.
+        allowed = [n for n in range(0, 1000) if re.fullmatch(hours["AllowedPattern"], str(n))]
+        self.assertEqual(allowed, list(range(0, 169)))
+        for wrong in ["1.5", "0.0", "024", "-1", "", "169"]:
+            self.assertIsNone(re.fullmatch(hours["AllowedPattern"], wrong), wrong)
+        self.assertEqual(168 * props["Period"], 604_800)
         self.assertEqual(TEMPLATE["Conditions"]["WatchesSilence"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "SilenceHours"}, "0"]}]})
 
     def test_the_dashboard_shows_every_alarm_and_reads_top_to_bottom(self):
@@ -327,10 +331,12 @@ class OperatorsPicture(unittest.TestCase):
         # The runbook beside the alarms, then rows in the order a delivery travels.
         self.assertEqual((widgets[0]["type"], widgets[0]["y"], alarms["y"]), ("text", 0, 0))
         self.assertIn("stream-worker receipts list --status FAILED", widgets[0]["properties"]["markdown"])
-        titles = [w["properties"]["title"] for w in widgets if w["type"] == "metric"]
-        steps = [int(t.split(".")[0]) for t in titles]
-        self.assertEqual(steps, sorted(steps), titles)
-        self.assertEqual(set(steps), {1, 2, 3, 4})
+        metrics = [w for w in widgets if w["type"] == "metric"]
+        steps = [(int(w["properties"]["title"].split(".")[0]), w["y"]) for w in metrics]
+        for (step, y), (later, later_y) in zip(steps, steps[1:]):
+            self.assertTrue(later > step and later_y > y or later == step and later_y == y, steps)
+        self.assertEqual({step for step, _ in steps}, {1, 2, 3, 4})
+        self.assertGreater(min(y for _, y in steps), alarms["y"])
         # One screen: 24 columns, no two widgets on the same cell.
         cells = set()
         for w in widgets:
@@ -341,6 +347,10 @@ class OperatorsPicture(unittest.TestCase):
                     cells.add((x, y))
         # The iterator age against the stream's 24-hour retention (past it, records are gone).
         [age] = [w for w in widgets if "iterator age" in w["properties"].get("title", "")]
+        self.assertEqual(
+            age["properties"]["metrics"],
+            [["AWS/Lambda", "IteratorAge", "FunctionName", "<StreamWorkerFunction>", {"stat": "Maximum"}]],
+        )
         lines = {a["value"] for a in age["properties"]["annotations"]["horizontal"]}
         self.assertIn(24 * 3600 * 1000, lines)
         [iterator_alarm] = [a for a in of_type("AWS::CloudWatch::Alarm").values() if a["Properties"]["MetricName"] == "IteratorAge"]
@@ -349,6 +359,24 @@ class OperatorsPicture(unittest.TestCase):
         for metric in ["Errors", "Throttles", "Duration"]:
             shown = [m for w in widgets for m in w["properties"].get("metrics", []) if m[:2] == ["AWS/Lambda", metric]]
             self.assertEqual({m[3] for m in shown}, {"<StreamWorkerFunction>", "<ReconcileFunction>"}, metric)
+            self.assertTrue(all(m[2] == "FunctionName" for m in shown), shown)
+        # The store's latency as p50 and p99, of the receipts stored.
+        [latency] = [w for w in widgets if "latency" in w["properties"].get("title", "")]
+        stats = {m[-1]["stat"] for m in latency["properties"]["metrics"] if m[:4] == ["WebhookReceiver", "StoreLatency", "outcome", "stored"]}
+        self.assertEqual(stats, {"p50", "p99"})
+
+
+    def test_the_dashboard_s_picture_is_the_template_s_layout(self):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("dashboard_svg", ROOT / "deploy/dashboard_svg.py")
+        drawing = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(drawing)
+        self.assertEqual(
+            (ROOT / "docs/dashboard.svg").read_text(),
+            drawing.svg(),
+            "docs/dashboard.svg is out of date: .tools/aws/bin/python deploy/dashboard_svg.py > docs/dashboard.svg",
+        )
 
 
 class DeployScript(unittest.TestCase):

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -101,8 +102,9 @@ struct LoginQuery {
 
 /// The login link: the token becomes the session cookie, and the browser goes to the list
 /// (so the token leaves the address bar and the history's last entry).
-async fn login(State(console): State<Arc<Console>>, Query(query): Query<LoginQuery>) -> Response {
-    let traded = console.gate.lock().unwrap_or_else(|e| e.into_inner()).login(query.token.as_deref().unwrap_or(""));
+async fn login(State(console): State<Arc<Console>>, query: Result<Query<LoginQuery>, QueryRejection>) -> Response {
+    let token = query.ok().and_then(|Query(q)| q.token).unwrap_or_default();
+    let traded = console.gate.lock().unwrap_or_else(|e| e.into_inner()).login(&token);
     match traded {
         Ok(cookie) => {
             (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_owned()), (header::SET_COOKIE, cookie)]).into_response()
@@ -115,7 +117,11 @@ async fn css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], pages::CSS).into_response()
 }
 
-async fn list(State(console): State<Arc<Console>>, Query(query): Query<ListQuery>) -> Response {
+async fn list(State(console): State<Arc<Console>>, query: Result<Query<ListQuery>, QueryRejection>) -> Response {
+    let Ok(Query(query)) = query else {
+        let error = "The filter could not be read (a field given twice?).";
+        return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), false, Some(error)));
+    };
     let filter = match Filter::read(&query) {
         Ok(filter) => filter,
         Err(error) => return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), false, Some(&error))),
@@ -141,9 +147,12 @@ struct ReceiptQuery {
     payload: Option<String>,
 }
 
-async fn receipt(State(console): State<Arc<Console>>, Query(query): Query<ReceiptQuery>) -> Response {
-    let Some(profile) = Profile::parse(&query.profile) else {
-        return page(StatusCode::NOT_FOUND, pages::message("Not found", "No such sender profile."));
+async fn receipt(State(console): State<Arc<Console>>, query: Result<Query<ReceiptQuery>, QueryRejection>) -> Response {
+    let Some((Query(query), profile)) = query.ok().and_then(|q| Profile::parse(&q.profile).map(|p| (q, p))) else {
+        return page(
+            StatusCode::NOT_FOUND,
+            pages::message("Not found", "No such receipt: the link needs a sender profile and a submission ID."),
+        );
     };
     let key = profile.key(&query.id);
     match console.handler.receipts.find(&key, &query.id).await {
@@ -168,8 +177,14 @@ struct RedriveForm {
 
 /// The redrive button: what `receipts redrive <id> --profile <name>` runs, then back to the
 /// receipt's page (a GET: reloading it does not post again).
-async fn redrive(State(console): State<Arc<Console>>, headers: HeaderMap, Form(form): Form<RedriveForm>) -> Response {
+async fn redrive(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    form: Result<Form<RedriveForm>, FormRejection>,
+) -> Response {
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    // A body that is no form has no form token either: refused as such.
+    let form = form.map(|Form(form)| form).unwrap_or(RedriveForm { profile: None, id: None, form_token: None });
     let checked = console.gate.lock().unwrap_or_else(|e| e.into_inner()).post(origin, form.form_token.as_deref());
     if let Err(refusal) = checked {
         return refused(refusal);

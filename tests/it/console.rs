@@ -71,6 +71,20 @@ impl Drop for Console {
     }
 }
 
+/// Whether an answer carries the gate's headers: no script, no framing, no sniffing, no cache.
+fn guarded(answer: &str) -> bool {
+    let head = answer.split("\r\n\r\n").next().unwrap_or("").to_ascii_lowercase();
+    [
+        "content-security-policy: default-src 'none'; style-src 'self'",
+        "x-frame-options: deny",
+        "x-content-type-options: nosniff",
+        "cache-control: no-store",
+        "referrer-policy: same-origin",
+    ]
+    .iter()
+    .all(|header| head.contains(header))
+}
+
 /// One request over a plain socket with exactly these headers (a `Host` of our choosing): the
 /// status and the whole answer.
 fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
@@ -96,6 +110,8 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     let marked = receipt(&delivery::body("sub_markup", MARKUP, 1_796_019_713), tests::now_millis() - 20_000);
     put_item(&w.store, "receipts", &marked.to_item());
     w.deliver("sub_fine", 10_000);
+    // Between the two: "received since" this shows sub_fine alone.
+    let between = shared::time::iso8601_millis(tests::now_millis() - 15_000);
     // The stream's pass: the sink refuses sub_markup (FAILED) and writes sub_fine.
     let poller = worker::poller(&config, "receipts", w.dir.0.join("checkpoint.json"));
     let refusing = Handler {
@@ -131,14 +147,19 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     // The gate, before anyone logs in: another Host (a DNS-rebinding page) is refused, even
     // with the right token; no session is refused; a wrong token is refused and does not use
     // up the right one.
+    // It listens on 127.0.0.1 alone: another loopback address reaches nothing.
+    assert!(std::net::TcpStream::connect(("127.0.0.2", port)).is_err(), "listening beyond 127.0.0.1");
     let (status, answer) = raw(port, "GET", &login_path, &[("Host", &format!("rebind.example:{port}"))], "");
     assert_eq!(status, 421, "{answer}");
-    assert!(!answer.to_ascii_lowercase().contains("set-cookie"), "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("set-cookie") && guarded(&answer), "{answer}");
     let (status, answer) = raw(port, "GET", "/", &[("Host", &host)], "");
     assert_eq!(status, 401, "{answer}");
-    assert!(answer.contains("Open the URL the console printed"), "{answer}");
-    let (status, _) = raw(port, "GET", "/login?token=0000", &[("Host", &host)], "");
-    assert_eq!(status, 401);
+    assert!(answer.contains("Reload this page") && guarded(&answer), "{answer}");
+    let payload = "/receipt?profile=staticforms&id=sub_markup&payload=1";
+    let (status, answer) = raw(port, "GET", payload, &[("Host", &host)], "");
+    assert!(status == 401 && !answer.contains("pwned") && !answer.contains("sub_markup"), "{answer}");
+    let (status, answer) = raw(port, "GET", "/login?token=0000", &[("Host", &host)], "");
+    assert!(status == 401 && guarded(&answer), "{answer}");
 
     let browser = Browser::start().await;
     let c = &browser.client;
@@ -146,14 +167,23 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     c.goto(&console.login).await.unwrap();
     assert_eq!(c.current_url().await.unwrap().as_str(), format!("{base}/"));
     let cookies = c.get_all_cookies().await.unwrap();
-    let session = cookies.iter().find(|k| k.name() == "console_session").expect("the session cookie");
+    let name = format!("console_session_{port}");
+    let session = cookies.iter().find(|k| k.name() == name).expect("the session cookie, named for the port");
     assert_eq!((session.http_only(), session.same_site()), (Some(true), Some(cookie::SameSite::Strict)));
-    let session = format!("console_session={}", session.value());
+    let session = format!("{name}={}", session.value());
     let page = browser.source().await;
     assert!(page.contains("sub_markup") && page.contains("sub_fine"), "{page}");
     // The login link worked once.
     let (status, _) = raw(port, "GET", &login_path, &[("Host", &host)], "");
     assert_eq!(status, 401, "a used login token");
+    // The time and profile filters, as the form sends them.
+    let get = |path: &str| raw(port, "GET", path, &[("Host", &host), ("Cookie", &session)], "");
+    let (status, recent) = get(&format!("/?since={between}"));
+    assert!(status == 200 && recent.contains("sub_fine") && !recent.contains("sub_markup"), "{recent}");
+    let (status, typeform) = get("/?profile=typeform&status=");
+    assert!(status == 200 && typeform.contains("No receipts match.") && !typeform.contains("sub_fine"), "{typeform}");
+    let (status, wrong) = get("/?since=yesterday");
+    assert!(status == 400 && wrong.contains("neither an ISO-8601"), "{wrong}");
 
     // Filtering by status: only the FAILED one.
     c.find(Locator::Css("select[name=status]")).await.unwrap().select_by_value("FAILED").await.unwrap();
@@ -189,7 +219,8 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     assert!(before.get("redrivenAt").is_none() && after["redrivenAt"]["S"].is_string(), "{after}");
     assert!(after.get(PENDING_SHARD).is_none());
 
-    // A reload is a GET of the receipt: no second redrive, and the notice is not shown again.
+    // A reload is a GET of the receipt: no second redrive (the console logs each), and the
+    // notice is not shown again.
     c.refresh().await.unwrap();
     let page = browser.source().await;
     assert!(
@@ -206,27 +237,29 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     let content = ("Content-Type", "application/x-www-form-urlencoded");
     let origin = format!("http://{host}");
     let (status, answer) = post(&[("Host", &host), ("Cookie", &session), ("Origin", &origin), content], form);
-    assert_eq!(status, 403, "no form token: {answer}");
+    assert!(status == 403 && answer.contains("form's token") && guarded(&answer), "no form token: {answer}");
+    let json = ("Content-Type", "application/json");
+    let (status, answer) = post(&[("Host", &host), ("Cookie", &session), ("Origin", &origin), json], "{}");
+    assert!(status == 403 && answer.contains("form's token"), "a body that is no form: {answer}");
     let token = c.find(Locator::Css("input[name=form_token]")).await;
     assert!(token.is_err(), "a COMPLETED receipt has no redrive form");
     let with_token = format!("{form}&form_token=0000");
     let (status, _) = post(&[("Host", &host), ("Cookie", &session), ("Origin", &origin), content], &with_token);
     assert_eq!(status, 403, "a wrong form token");
-    let (status, _) = post(&[("Host", &host), ("Cookie", &session), ("Origin", "http://evil.example"), content], form);
-    assert_eq!(status, 403, "another origin");
+    let (status, answer) =
+        post(&[("Host", &host), ("Cookie", &session), ("Origin", "http://evil.example"), content], form);
+    assert!(status == 403 && answer.contains("did not come from this console") && guarded(&answer), "{answer}");
     let (status, _) = post(&[("Host", &host), ("Cookie", &session), content], form);
     assert_eq!(status, 403, "no origin");
     let (status, _) = post(&[("Host", "evil.example"), ("Cookie", &session), ("Origin", &origin), content], form);
     assert_eq!(status, 421, "another Host");
     let (status, _) = post(&[("Host", &host), ("Origin", &origin), content], form);
     assert_eq!(status, 401, "no session");
-    // Every answer forbids script and framing.
-    let (status, answer) = raw(port, "GET", "/", &[("Host", &host), ("Cookie", &session)], "");
-    assert_eq!(status, 200);
-    let lower = answer.to_ascii_lowercase();
-    assert!(lower.contains("content-security-policy: default-src 'none'; style-src 'self'"), "{answer}");
-    assert!(lower.contains("x-frame-options: deny") && lower.contains("cache-control: no-store"), "{answer}");
+    // Every answer forbids script and framing, pages and refusals alike.
+    let (status, answer) = get("/");
+    assert!(status == 200 && guarded(&answer), "{answer}");
 
+    browser.stop().await;
     running.store(false, Ordering::SeqCst);
     stream.await.unwrap();
     let log = console.stop();

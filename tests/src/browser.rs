@@ -2,6 +2,7 @@
 //! fantoccini: a browser for the console's tests, on 127.0.0.1 and an ephemeral port, stopped
 //! by its own PID when its handle drops.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use fantoccini::{Client, ClientBuilder};
@@ -22,7 +23,10 @@ impl Browser {
     pub async fn start() -> Browser {
         let driver_path = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         let port = free_port();
+        // A process group of its own, with the Chromium it starts: a test that fails before
+        // `stop` still stops them all.
         let driver = Command::new(&driver_path)
+            .process_group(0)
             .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -49,6 +53,11 @@ impl Browser {
         Browser { client, driver, _profile: profile }
     }
 
+    /// Ends the session (Chromium quits), then chromedriver stops when the handle drops.
+    pub async fn stop(self) {
+        let _ = self.client.clone().close().await;
+    }
+
     /// The page's source.
     pub async fn source(&self) -> String {
         self.client.source().await.expect("the page's source")
@@ -57,6 +66,8 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }

@@ -99,13 +99,17 @@ pub fn dashboard_metrics(namespace: &str) -> Vec<WidgetMetric> {
         for metric in widget["properties"]["metrics"].as_array().into_iter().flatten() {
             let parts = metric.as_array().expect("a widget's metric is an array");
             if let Some(expression) = parts[0]["expression"].as_str() {
-                if let Some(search) = search_metric(expression, namespace) {
+                let (space, search) =
+                    search_metric(expression).unwrap_or_else(|| panic!("{title}: a SEARCH this reads: {expression}"));
+                assert!(KNOWN.contains(&space.as_str()), "{title}: namespace {space:?}");
+                if space == namespace {
                     found.push(WidgetMetric { widget: title.clone(), ..search });
                 }
                 continue;
             }
             let texts: Vec<&str> = parts.iter().filter_map(|p| p.as_str()).collect();
             assert!(!texts.contains(&".") && !texts.contains(&"..."), "{title}: write metrics out in full");
+            assert!(KNOWN.contains(&texts[0]) && texts.len().is_multiple_of(2), "{title}: {texts:?}");
             if texts[0] != namespace {
                 continue;
             }
@@ -118,14 +122,18 @@ pub fn dashboard_metrics(namespace: &str) -> Vec<WidgetMetric> {
     found
 }
 
-/// The metric a SEARCH expression on `namespace` selects: `{namespace,dim,...}` names the
-/// dimensions, `MetricName="..."` the metric, `dim="value"` a filter.
-fn search_metric(expression: &str, namespace: &str) -> Option<WidgetMetric> {
+/// The namespaces a widget may show: the code's own and Lambda's. Any other is a misspelling.
+const KNOWN: [&str; 2] = ["WebhookReceiver", "AWS/Lambda"];
+
+/// The namespace and the metric a SEARCH expression selects: `{namespace,dim,...}` names the
+/// dimensions, `MetricName="..."` the metric, `dim="value"` a filter; `None` when it has no
+/// metric name, or filters on a dimension its schema does not name (CloudWatch would find
+/// nothing).
+fn search_metric(expression: &str) -> Option<(String, WidgetMetric)> {
     let schema = expression.split_once('{')?.1.split_once('}')?;
     let mut names = schema.0.split(',').map(str::trim);
-    if names.next()? != namespace {
-        return None;
-    }
+    let namespace = names.next()?.to_owned();
+    let names: Vec<&str> = names.collect();
     let filters: Vec<(&str, &str)> = schema
         .1
         .split_whitespace()
@@ -133,8 +141,33 @@ fn search_metric(expression: &str, namespace: &str) -> Option<WidgetMetric> {
         .map(|(k, v)| (k, v.trim_matches(|c| c == '"' || c == '\'' || c == ',').split('"').next().unwrap_or("")))
         .collect();
     let name = filters.iter().find(|(k, _)| *k == "MetricName").map(|(_, v)| (*v).to_owned())?;
-    let mut dimensions: Vec<(String, Option<String>)> =
-        names.map(|d| (d.to_owned(), filters.iter().find(|(k, _)| *k == d).map(|(_, v)| (*v).to_owned()))).collect();
+    if filters.iter().any(|(k, v)| (*k != "MetricName" && !names.contains(k)) || v.is_empty()) {
+        return None;
+    }
+    let mut dimensions: Vec<(String, Option<String>)> = names
+        .iter()
+        .map(|d| ((*d).to_owned(), filters.iter().find(|(k, _)| k == d).map(|(_, v)| (*v).to_owned())))
+        .collect();
     dimensions.sort();
-    Some(WidgetMetric { widget: String::new(), name, dimensions })
+    Some((namespace, WidgetMetric { widget: String::new(), name, dimensions }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_names_its_namespace_metric_and_dimensions_and_refuses_a_filter_outside_them() {
+        let expression = r#"SEARCH('{WebhookReceiver,reason,service} MetricName="LeadsFailed" service="stream-worker"', 'Sum', 300)"#;
+        let (namespace, metric) = search_metric(expression).unwrap();
+        assert_eq!((namespace.as_str(), metric.name.as_str()), ("WebhookReceiver", "LeadsFailed"));
+        let service = ("service".to_owned(), Some("stream-worker".to_owned()));
+        assert_eq!(metric.dimensions, [("reason".to_owned(), None), service]);
+        let misspelt = r#"SEARCH('{WebhookReceiver,service} MetricName="X" servce="stream-worker"', 'Sum', 300)"#;
+        assert!(search_metric(misspelt).is_none());
+        assert!(search_metric(r#"SEARCH('{WebhookReceiver,service} service="stream-worker"', 'Sum', 300)"#).is_none());
+        assert!(search_metric("METRICS()").is_none());
+        // The template's own dashboard reads whole, on the code's namespace.
+        assert!(dashboard_metrics("WebhookReceiver").len() >= 10);
+    }
 }

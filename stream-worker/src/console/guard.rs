@@ -5,8 +5,9 @@
 use cookie::{Cookie, SameSite};
 use subtle::ConstantTimeEq;
 
-/// The session cookie's name.
-pub const COOKIE: &str = "console_session";
+/// The session cookie's name, before the console's port: browsers keep cookies apart by name
+/// and host, not by port, so two consoles at once each keep their own.
+pub const COOKIE: &str = "console_session_";
 
 /// The headers on every answer: no script, style only from the console itself, no framing,
 /// forms only to itself, a referrer only within the console (a link out would not carry a
@@ -53,7 +54,9 @@ impl Refusal {
     pub fn message(self) -> &'static str {
         match self {
             Refusal::WrongHost => "This console answers only at 127.0.0.1 or localhost.",
-            Refusal::NotLoggedIn => "Open the URL the console printed when it started.",
+            Refusal::NotLoggedIn => {
+                "Not logged in. Just logged in? Reload this page (a browser sends no SameSite=Strict cookie after a link from another site). Otherwise open the URL the console printed; it works once, so restart the console for a new one."
+            }
             Refusal::BadLoginToken => {
                 "That login link is not valid (each works once): restart the console for a new one."
             }
@@ -89,6 +92,11 @@ impl Gate {
         &self.form
     }
 
+    /// The session cookie's name: [`COOKIE`] and the port.
+    pub fn cookie_name(&self) -> String {
+        format!("{COOKIE}{}", self.port)
+    }
+
     /// Whether `host` (the `Host` header) names this console: `127.0.0.1` or `localhost` with
     /// its port (without one only on port 80).
     pub fn host(&self, host: Option<&str>) -> Result<(), Refusal> {
@@ -112,15 +120,19 @@ impl Gate {
             return Err(Refusal::BadLoginToken);
         }
         self.login = None;
-        let cookie =
-            Cookie::build((COOKIE, self.session.clone())).http_only(true).same_site(SameSite::Strict).path("/").build();
+        let cookie = Cookie::build((self.cookie_name(), self.session.clone()))
+            .http_only(true)
+            .same_site(SameSite::Strict)
+            .path("/")
+            .build();
         Ok(cookie.to_string())
     }
 
     /// Whether the `Cookie` header holds this console's session.
     pub fn session(&self, cookies: Option<&str>) -> Result<(), Refusal> {
+        let name = self.cookie_name();
         let mut all = Cookie::split_parse(cookies.unwrap_or(""));
-        let found = all.any(|c| c.is_ok_and(|c| c.name() == COOKIE && same(c.value(), &self.session)));
+        let found = all.any(|c| c.is_ok_and(|c| c.name() == name && same(c.value(), &self.session)));
         if found {
             Ok(())
         } else {
@@ -191,7 +203,7 @@ mod tests {
         assert_eq!(g.login("login-"), Err(Refusal::BadLoginToken));
         let cookie = g.login("login-1").unwrap();
         let parsed = Cookie::parse(cookie.as_str()).unwrap();
-        assert_eq!((parsed.name(), parsed.value()), (COOKIE, "session-1"));
+        assert_eq!((parsed.name(), parsed.value()), ("console_session_8123", "session-1"));
         assert_eq!(
             (parsed.http_only(), parsed.same_site(), parsed.path()),
             (Some(true), Some(SameSite::Strict), Some("/"))
@@ -203,9 +215,17 @@ mod tests {
     #[test]
     fn the_session_is_the_cookie_s_exact_value() {
         let g = gate();
-        assert_eq!(g.session(Some("a=1; console_session=session-1")), Ok(()));
-        assert_eq!(g.session(Some("console_session=session-1")), Ok(()));
-        for bad in ["console_session=session-2", "console_session=session-", "other=session-1", "", "garbage;;="] {
+        assert_eq!(g.session(Some("a=1; console_session_8123=session-1")), Ok(()));
+        assert_eq!(g.session(Some("console_session_8123=session-1")), Ok(()));
+        for bad in [
+            "console_session_8123=session-2",
+            "console_session_8123=session-",
+            "console_session_8124=session-1",
+            "console_session=session-1",
+            "other=session-1",
+            "",
+            "garbage;;=",
+        ] {
             assert_eq!(g.session(Some(bad)), Err(Refusal::NotLoggedIn), "{bad}");
         }
         assert_eq!(g.session(None), Err(Refusal::NotLoggedIn));
@@ -237,6 +257,7 @@ mod tests {
         for (refusal, status) in all {
             assert_eq!(refusal.status(), status, "{refusal:?}");
         }
+        assert!(Refusal::NotLoggedIn.message().contains("Reload this page"));
         assert!(Refusal::NotLoggedIn.message().contains("URL the console printed"));
         assert!(Refusal::BadLoginToken.message().contains("restart"));
         assert!(Refusal::WrongHost.message().contains("127.0.0.1"));

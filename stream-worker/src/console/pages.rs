@@ -319,7 +319,11 @@ mod tests {
             !page.contains("<script")
                 && !list(&[], &Filter::default(), false, Some(evil)).into_string().contains("<script")
         );
-        assert!(!message("x", evil).into_string().contains("<script"));
+        let said = message("Refused", evil).into_string();
+        assert!(
+            !said.contains("<script") && said.contains("&lt;script&gt;alert(1)") && said.contains("<title>Refused"),
+            "{said}"
+        );
     }
 
     #[test]
