@@ -188,7 +188,7 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     // Filtering by status: only the FAILED one.
     c.find(Locator::Css("select[name=status]")).await.unwrap().select_by_value("FAILED").await.unwrap();
     c.find(Locator::Css("form.filter button")).await.unwrap().click().await.unwrap();
-    assert!(c.current_url().await.unwrap().as_str().contains("status=FAILED"));
+    browser.until_url("the filtered list", |url| url.contains("status=FAILED")).await;
     let page = browser.source().await;
     assert!(page.contains("sub_markup") && page.contains("sink_rejected") && !page.contains("sub_fine"), "{page}");
     // docs/console.png is this page (CONSOLE_SCREENSHOT=docs/console.png).
@@ -198,8 +198,10 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
 
     // The receipt, then its form's contents: what the visitor wrote is shown as text.
     c.find(Locator::LinkText("sub_markup")).await.unwrap().click().await.unwrap();
+    browser.until_url("the receipt's page", |url| url.contains("/receipt?") && url.contains("id=sub_markup")).await;
     assert!(!browser.source().await.contains("window.pwned"), "no form contents until asked");
     c.find(Locator::LinkText("Show the form's contents")).await.unwrap().click().await.unwrap();
+    browser.until_url("the form's contents", |url| url.contains("payload=1")).await;
     let shown = c.find(Locator::Css("pre")).await.unwrap().text().await.unwrap();
     assert!(shown.contains("<script>window.pwned=1</script><b>bold</b>"), "{shown}");
     assert!(c.find_all(Locator::Css("script, img, b")).await.unwrap().is_empty(), "markup became elements");
@@ -209,8 +211,10 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     // Redrive: the button runs `receipts redrive`, the stream settles it, the page says so.
     let before = w.store.get("receipts", &delivery::key("sub_markup")).unwrap();
     c.find(Locator::Css("form[action='/redrive'] button")).await.unwrap().click().await.unwrap();
-    let after_post = c.current_url().await.unwrap();
-    assert_eq!(after_post.path(), "/receipt", "back to the receipt's page (a GET): {}", browser.source().await);
+    // Back to the receipt's page (a GET, without the form's contents), not left on the POST.
+    browser
+        .until_url("the receipt after the redrive", |url| url.contains("/receipt?") && !url.contains("payload"))
+        .await;
     let page = browser.source().await;
     assert!(page.contains("Redrive: FAILED → completed"), "{page}");
     assert!(page.contains("<td class=\"COMPLETED\">COMPLETED</td>"), "{page}");

@@ -58,6 +58,18 @@ impl Browser {
         let _ = self.client.clone().close().await;
     }
 
+    /// Waits (up to 90 s) until the address bar passes `check`: a click returns before the
+    /// navigation it starts has finished. Panics saying `what`, with the page.
+    pub async fn until_url(&self, what: &str, check: impl Fn(&str) -> bool) {
+        for _ in 0..900 {
+            if self.client.current_url().await.is_ok_and(|url| check(url.as_str())) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("{what}: not within 90 s; at {:?}: {}", self.client.current_url().await, self.source().await);
+    }
+
     /// The page's source.
     pub async fn source(&self) -> String {
         self.client.source().await.expect("the page's source")
