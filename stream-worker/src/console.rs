@@ -157,7 +157,7 @@ async fn receipt(State(console): State<Arc<Console>>, query: Result<Query<Receip
     let key = profile.key(&query.id);
     match console.handler.receipts.find(&key, &query.id).await {
         Ok(item) => {
-            let shown = operate::describe(&item, query.payload.is_some());
+            let shown = operate::describe(&item, query.payload.as_deref() == Some("1"));
             // The result of a redrive, once: a reload shows the receipt as it is.
             let mut last = console.redriven.lock().unwrap_or_else(|e| e.into_inner());
             let redriven = last.take_if(|(of, _)| *of == key).map(|(_, r)| r);
@@ -190,7 +190,7 @@ async fn redrive(
         return refused(refusal);
     }
     let (Some(profile), Some(id)) = (form.profile.as_deref().and_then(Profile::parse), form.id) else {
-        return page(StatusCode::BAD_REQUEST, pages::message("Not found", "No such receipt."));
+        return page(StatusCode::BAD_REQUEST, pages::message("No such receipt", "The form names no receipt."));
     };
     let key = profile.key(&id);
     let mode = RedriveMode { only_failed: false, force: false, wait: console.wait };

@@ -13,8 +13,21 @@ use crate::process::{free_port, wait_until, TempDir};
 
 pub struct Browser {
     pub client: Client,
-    driver: Child,
+    _driver: Driver,
     _profile: TempDir,
+}
+
+/// chromedriver, in a process group of its own with the Chromium it starts: dropped (a test
+/// that ends, or fails before `stop`), the whole group is killed.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl Browser {
@@ -23,15 +36,16 @@ impl Browser {
     pub async fn start() -> Browser {
         let driver_path = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         let port = free_port();
-        // A process group of its own, with the Chromium it starts: a test that fails before
-        // `stop` still stops them all.
+        // It listens on the loopback addresses alone (`--allowed-ips` would make it listen on
+        // every interface).
         let driver = Command::new(&driver_path)
             .process_group(0)
-            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{driver_path}: {e} (make setup installs chromium-driver)"));
+        let driver = Driver(driver);
         let status = format!("http://127.0.0.1:{port}/status");
         wait_until("chromedriver", 20, || send("GET", &status, &[], b"").is_some_and(|a| a.status == 200));
         let profile = TempDir::new("chromium");
@@ -50,7 +64,7 @@ impl Browser {
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
             .expect("a Chromium session through chromedriver");
-        Browser { client, driver, _profile: profile }
+        Browser { client, _driver: driver, _profile: profile }
     }
 
     /// Ends the session (Chromium quits), then chromedriver stops when the handle drops.
@@ -73,14 +87,5 @@ impl Browser {
     /// The page's source.
     pub async fn source(&self) -> String {
         self.client.source().await.expect("the page's source")
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let group = format!("-{}", self.driver.id());
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
