@@ -18,12 +18,19 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 COLUMN, ROW = 40, 22
 
 
+def dashboard(template=None):
+    """The dashboard's body as CloudWatch gets it, each `${Ref}` as `<Ref>` (the silence
+    alarm's optional entry left out), and `Fn::Sub`'s variables."""
+    if template is None:
+        template, problems = decode(str(ROOT / "template.yaml"))
+        assert not problems, problems
+    body, variables = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    text = re.sub(r"\$\{([A-Za-z:.]+)\}", lambda m: "" if m.group(1) == "SilenceAlarmEntry" else f"<{m.group(1)}>", body)
+    return json.loads(text.replace("${!", "${")), variables
+
+
 def widgets():
-    template, problems = decode(str(ROOT / "template.yaml"))
-    assert not problems, problems
-    body, _ = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    text = re.sub(r"\$\{([A-Za-z:.]+)\}", lambda m: "" if m.group(1) == "SilenceAlarmEntry" else m.group(1), body)
-    return json.loads(text.replace("${!", "${"))["widgets"]
+    return dashboard()[0]["widgets"]
 
 
 def shows(widget):
@@ -33,7 +40,7 @@ def shows(widget):
         rows = [line.split("|")[1:3] for line in props["markdown"].split("\n") if line.startswith("| ") and "alarm |" not in line]
         return [f"{alarm.strip()}: {first.strip()}".replace("`", "") for alarm, first in rows]
     if widget["type"] == "alarm":
-        return [a.split(".")[0] for a in props["alarms"]] + ["SilenceAlarm (when SilenceHours is above 0)"]
+        return [a.strip("<>").split(".")[0] for a in props["alarms"]] + ["SilenceAlarm (when SilenceHours is above 0)"]
     lines = []
     for metric in props["metrics"]:
         if "expression" in metric[0]:
@@ -41,7 +48,7 @@ def shows(widget):
             lines.append(f"{name}, a line per " + re.search(r"\{\w+,([\w,]+)\}", metric[0]["expression"]).group(1).replace(",service", "").replace("service", ""))
         else:
             stat = next((m.get("stat") for m in metric if isinstance(m, dict)), props.get("stat", ""))
-            lines.append(f"{metric[1]} {stat} {metric[3] if metric[0] == 'AWS/Lambda' else ''}".strip())
+            lines.append(f"{metric[1]} {stat} {metric[3].strip('<>') if metric[0] == 'AWS/Lambda' else ''}".strip())
     for note in props.get("annotations", {}).get("horizontal", []):
         lines.append(f"— {note['label']}")
     return lines

@@ -129,11 +129,7 @@ async fn list(State(console): State<Arc<Console>>, query: Result<Query<ListQuery
     let cutoff = filter.since.as_ref().map(|(_, since)| since.cutoff(now_millis()));
     match console.handler.receipts.list(filter.status, cutoff.as_deref()).await {
         Ok(items) => {
-            let rows = match operate::list_json(&items) {
-                serde_json::Value::Array(rows) => rows,
-                _ => Vec::new(),
-            };
-            let (rows, more) = pages::page_of(rows, &filter);
+            let (rows, more) = pages::page_of(items.iter().map(operate::summary).collect(), &filter);
             page(StatusCode::OK, pages::list(&rows, &filter, more, None))
         }
         Err(error) => failed(&error),
@@ -168,7 +164,7 @@ async fn receipt(State(console): State<Arc<Console>>, query: Result<Query<Receip
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct RedriveForm {
     profile: Option<String>,
     id: Option<String>,
@@ -184,7 +180,7 @@ async fn redrive(
 ) -> Response {
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     // A body that is no form has no form token either: refused as such.
-    let form = form.map(|Form(form)| form).unwrap_or(RedriveForm { profile: None, id: None, form_token: None });
+    let form = form.map(|Form(form)| form).unwrap_or_default();
     let checked = console.gate.lock().unwrap_or_else(|e| e.into_inner()).post(origin, form.form_token.as_deref());
     if let Err(refusal) = checked {
         return refused(refusal);
@@ -231,7 +227,7 @@ fn failed(error: &OperateError) -> Response {
 fn random_token() -> anyhow::Result<String> {
     let mut random = [0u8; 32];
     getrandom::getrandom(&mut random).map_err(|e| anyhow::anyhow!("no randomness for the console's tokens: {e}"))?;
-    Ok(guard::token(random))
+    Ok(shared::hex::encode(&random))
 }
 
 /// The login URL, on stdout (flushed: a script reads it while the console runs).

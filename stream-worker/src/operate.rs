@@ -348,8 +348,9 @@ pub fn list_json(items: &[Item]) -> Value {
     Value::Array(items.iter().map(summary).collect())
 }
 
-/// A receipt's identifiers, status, times and failure reason (what `list` reads).
-fn summary(item: &Item) -> Value {
+/// A receipt's identifiers, status, times and failure reason (what `list` reads, and the
+/// console's list).
+pub fn summary(item: &Item) -> Value {
     let text = |name: &str| item.get(name).and_then(|v| v.as_s()).map(str::to_owned);
     json!({
         "profile": profile_of(item),

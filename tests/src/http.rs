@@ -65,14 +65,18 @@ fn answer(result: Result<ureq::Response, ureq::Error>) -> Option<Answer> {
 
 /// Sends a request over a plain socket, header values written as their UTF-8 bytes (the HTTP
 /// client above refuses bytes outside ASCII, which HTTP allows as `obs-text`). Reads the answer
-/// to the end (`Connection: close`); `None` when the connection itself failed.
+/// to the end (`Connection: close`); `None` when the connection itself failed. A `Host` among
+/// `headers` replaces the URL's (a request for another name, as a DNS-rebinding page sends).
 pub fn send_raw_bytes(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Option<Answer> {
     use std::io::{Read, Write};
     let rest = url.strip_prefix("http://")?;
     let (authority, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
     let mut stream = std::net::TcpStream::connect(authority).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n").into_bytes();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n").into_bytes();
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        request.extend_from_slice(format!("Host: {authority}\r\n").as_bytes());
+    }
     for (name, value) in headers {
         request.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }

@@ -356,6 +356,26 @@ mod tests {
     }
 
     #[test]
+    fn an_odd_submission_id_survives_its_link() {
+        for id in ["a&b=c#d", "50% off?", "é/../x", "+ +", &"x".repeat(1_024), "profile=tally"] {
+            let link = receipt_link("typeform", id, true);
+            let query = link.strip_prefix("/receipt?").unwrap();
+            assert!(!query.contains('#') && !query.contains(' '), "{link}");
+            let read: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
+            let expected =
+                [("profile", "typeform"), ("id", id), ("payload", "1")].map(|(k, v)| (k.to_owned(), v.to_owned()));
+            assert_eq!(read, expected, "{link}");
+        }
+    }
+
+    #[test]
+    fn the_last_possible_page_links_back_without_overflow() {
+        let last = Filter { page: usize::MAX, ..Filter::default() };
+        let page = list(&[], &last, false, None).into_string();
+        assert!(page.contains(&format!("page={}", usize::MAX - 1)) && !page.contains("rel=\"next\""), "{page}");
+    }
+
+    #[test]
     fn the_list_keeps_the_filter_in_its_form_and_pages() {
         let filter = Filter::read(&query("typeform", "RECEIVED", "7d", "1")).unwrap();
         let page = list(&[row("typeform", "a", "x")], &filter, true, None).into_string();
