@@ -156,7 +156,17 @@ impl Config {
                         .map_err(|_| ConfigError { variable, expected: "comma-separated whsec_<base64> secrets" })?,
                     ..AuthPolicy::default()
                 },
-                SenderAuth::BodySigned { header, prefix, variable } => body_signed(header, prefix, list(variable)),
+                SenderAuth::BodySigned { scheme, variable, header_variable } => {
+                    let mut signature = BodySignature::new(scheme, secrets_of(list(variable)));
+                    if let Some(named) = header_variable.and_then(|name| get(name).map(|value| (name, value))) {
+                        let (variable, header) = named;
+                        if !is_header_name(&header) {
+                            return Err(ConfigError { variable, expected: "an HTTP header name" });
+                        }
+                        signature.header = header.to_ascii_lowercase();
+                    }
+                    AuthPolicy { body_signature: Some(signature), ..AuthPolicy::default() }
+                }
             };
             senders.push((profile, auth));
         }
@@ -168,10 +178,9 @@ impl Config {
     }
 }
 
-/// A form backend's body signature in `header`, with these secrets (each secret's text is its key).
-fn body_signed(header: &'static str, prefix: &'static str, secrets: Vec<String>) -> AuthPolicy {
-    let secrets = secrets.iter().filter_map(|s| SigningSecret::plain(s)).collect();
-    AuthPolicy { body_signature: Some(BodySignature { header, prefix, secrets }), ..AuthPolicy::default() }
+/// A form backend's signing secrets (each secret's text is its key).
+fn secrets_of(secrets: Vec<String>) -> Vec<SigningSecret> {
+    secrets.iter().filter_map(|s| SigningSecret::plain(s)).collect()
 }
 
 /// `scheme://host[:port]` with an optional trailing `/`; `None` otherwise. `https` anywhere;
@@ -481,12 +490,31 @@ mod profile_tests {
         assert_eq!(sw.signing_secrets.len(), 2);
         assert!(sw.bearer_tokens.is_empty(), "Static Forms' tokens are Static Forms' only");
         let tf = config.policy.auth(Profile::Typeform).unwrap().body_signature.clone().unwrap();
-        assert_eq!((tf.header, tf.prefix, tf.secrets.len()), ("typeform-signature", "sha256=", 1));
+        assert_eq!((tf.header.as_str(), tf.scheme.prefix, tf.secrets.len()), ("typeform-signature", "sha256=", 1));
         let ta = config.policy.auth(Profile::Tally).unwrap().body_signature.clone().unwrap();
-        assert_eq!((ta.header, ta.prefix, ta.secrets.len()), ("tally-signature", "", 2));
+        assert_eq!((ta.header.as_str(), ta.scheme.prefix, ta.secrets.len()), ("tally-signature", "", 2));
         // Enabled without a secret: loads, and refuses every delivery (healthz says so).
         let bare = load(&[("WEBHOOK_PROFILES", "tally")]).unwrap();
         assert!(!bare.policy.auth(Profile::Tally).unwrap().is_configured());
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn formstack_s_signature_header_is_the_one_the_webhook_names() {
+        let header = |changes: &[(&'static str, &'static str)]| {
+            let mut all = vec![("WEBHOOK_PROFILES", "formstack"), ("FORMSTACK_SECRETS", "k")];
+            all.extend_from_slice(changes);
+            load(&all).map(|c| c.policy.auth(Profile::Formstack).unwrap().body_signature.clone().unwrap().header)
+        };
+        assert_eq!(header(&[]).unwrap(), "x-fs-signature");
+        assert_eq!(header(&[("FORMSTACK_SIGNATURE_HEADER", " X-My-Signature ")]).unwrap(), "x-my-signature");
+        let config =
+            load(&[("WEBHOOK_PROFILES", "formstack"), ("FORMSTACK_SIGNATURE_HEADER", "X-My-Signature")]).unwrap();
+        let read: Vec<&str> = config.policy.header_names(Profile::Formstack).collect();
+        assert!(read.contains(&"x-my-signature"), "the edge collects the named header: {read:?}");
+        assert_eq!(
+            header(&[("FORMSTACK_SIGNATURE_HEADER", "X Bad")]).map_err(|e| (e.variable, e.expected)),
+            Err(("FORMSTACK_SIGNATURE_HEADER", "an HTTP header name"))
+        );
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use shared::auth::AuthMethod;
+use shared::auth::{AuthMethod, Covers, Encoding};
 use shared::decimal::Decimal;
 use shared::dynamo::{item_size, AttributeValue, Item, MAX_ITEM_BYTES};
 use shared::headers::Headers;
@@ -105,22 +105,65 @@ fn signed(headers: &Headers, body: &[u8], now_millis: u64) -> bool {
 }
 
 /// True if the request is signed as `profile`'s sender signs (its `SenderAuth`), with the fuzz
-/// secrets: Standard Webhooks as [`signed`]; a body signature as `<header>: <prefix><base64>`
-/// of the HMAC-SHA256 of the body under the secret's text (Typeform's `sha256=`, Tally's
-/// nothing), the field's surrounding spaces and tabs aside. The HMAC is computed here, not by
-/// the core.
+/// secrets: Standard Webhooks as [`signed`]; a form backend's signature as its vendor documents
+/// it: the HMAC-SHA256 under the secret's text of the body, after Webflow's `{ms}:` (the
+/// timestamp header within five minutes) or Formspree's `{t}.` (`t=..,v1=..` in the signature
+/// header, `t` within five minutes, once), or followed by Framer's submission ID header; the
+/// tag after the scheme's prefix (optional for Formstack), base64 or hex, the field's
+/// surrounding spaces and tabs aside. The HMAC is computed here, not by the core.
 pub(crate) fn signed_for(profile: Profile, headers: &Headers, body: &[u8], now_millis: u64) -> bool {
-    let (header, prefix) = match sender(profile).auth() {
+    let scheme = match sender(profile).auth() {
         SenderAuth::StandardWebhooks { .. } => return signed(headers, body, now_millis),
-        SenderAuth::BodySigned { header, prefix, .. } => (header, prefix),
+        SenderAuth::BodySigned { scheme, .. } => scheme,
         SenderAuth::StaticForms => return genuinely_authenticated(headers, body, now_millis),
     };
-    let Some(value) = headers.get(header) else { return false };
+    let Some(value) = headers.get(scheme.header) else { return false };
     let value = value.trim_matches(|c| c == ' ' || c == '\t');
+    let now = i64::try_from(now_millis / 1000).unwrap_or(i64::MAX);
+    let timestamp = |text: &str| {
+        (!text.is_empty() && text.len() <= 18 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<i64>().ok())
+            .flatten()
+    };
+    let (message, tags): (Vec<u8>, Vec<&str>) = match scheme.covers {
+        Covers::Body => (body.to_vec(), vec![value]),
+        Covers::BodyThenHeader(name) => {
+            let Some(id) = headers.get(name) else { return false };
+            ([body, id.as_bytes()].concat(), vec![value])
+        }
+        Covers::MillisHeaderColonBody(name) => {
+            let Some(text) = headers.get(name) else { return false };
+            let Some(millis) = timestamp(text) else { return false };
+            if (millis / 1000 - now).abs() > 300 {
+                return false;
+            }
+            ([text.as_bytes(), b":", body].concat(), vec![value])
+        }
+        Covers::InlineSecondsDotBody => {
+            let pairs: Vec<(&str, &str)> =
+                value.split(',').filter_map(|p| p.trim_matches(|c| c == ' ' || c == '\t').split_once('=')).collect();
+            let times: Vec<&str> = pairs.iter().filter(|(n, _)| *n == "t").map(|(_, v)| *v).collect();
+            let [text] = times[..] else { return false };
+            let Some(secs) = timestamp(text) else { return false };
+            if (secs - now).abs() > 300 {
+                return false;
+            }
+            let tags = pairs.iter().filter(|(n, _)| *n == "v1").map(|(_, v)| *v).collect();
+            ([text.as_bytes(), b".", body].concat(), tags)
+        }
+    };
     let mut mac = Hmac::<Sha256>::new_from_slice(FORM_SECRET.as_bytes()).expect("HMAC takes any key");
-    mac.update(body);
+    mac.update(&message);
     let expected = mac.finalize().into_bytes();
-    value.strip_prefix(prefix).is_some_and(|s| BASE64.decode(s).is_ok_and(|sig| sig.as_slice() == expected.as_slice()))
+    let decode = |text: &str| match scheme.encoding {
+        Encoding::Base64 => BASE64.decode(text).ok(),
+        Encoding::Hex => (text.len().is_multiple_of(2) && text.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()),
+    };
+    tags.iter().any(|tag| {
+        let bare = tag.strip_prefix(scheme.prefix).or(scheme.prefix_optional.then_some(*tag));
+        bare.and_then(decode).is_some_and(|sig: Vec<u8>| sig.as_slice() == expected.as_slice())
+    })
 }
 
 /// DynamoDB's documented rules for an item this receiver writes: at most 400 KB (by the core's

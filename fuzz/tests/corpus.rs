@@ -68,8 +68,11 @@ fn every_registered_profile_s_example_is_stored_by_the_receive_target() {
                 let signature = shared::auth::signature_header(&secret, &id, &timestamp, &example.body);
                 headers.extend([("webhook-timestamp".into(), timestamp), ("webhook-signature".into(), signature)]);
             }
-            SenderAuth::BodySigned { header, prefix, .. } => {
-                headers.push((header.to_owned(), shared::auth::body_signature_header(&form, prefix, &example.body)))
+            SenderAuth::BodySigned { scheme, .. } => {
+                let config = shared::auth::BodySignature::new(scheme, vec![]);
+                let others = shared::headers::Headers::new(headers.clone());
+                let now = fuzz::NOW_MILLIS;
+                headers.extend(shared::auth::body_signature_headers(&config, &form, &others, &example.body, now));
             }
         }
         let mut data: Vec<u8> = headers.iter().flat_map(|(n, v)| format!("{n}: {v}\n").into_bytes()).collect();

@@ -1,4 +1,5 @@
-//! Sender authentication: Bearer, Basic, a custom header, and Standard Webhooks signatures.
+//! Sender authentication: Bearer, Basic, a custom header, Standard Webhooks signatures, and
+//! form backends' HMAC signatures ([`scheme`]).
 //!
 //! Any number of methods may be configured at once, each with several accepted credentials so
 //! they can be rotated. A request is authenticated when any configured method accepts it. With
@@ -15,7 +16,11 @@ use subtle::ConstantTimeEq;
 use crate::headers::Headers;
 use crate::secret::{matches_any, Credential, SigningSecret};
 
-/// How far a Standard Webhooks timestamp may be from `now`, either way, in seconds.
+pub mod scheme;
+pub use scheme::{Covers, Encoding, HmacScheme};
+
+/// How far a signature's timestamp (Standard Webhooks, Webflow, Formspree) may be from `now`,
+/// either way, in seconds: the five minutes each of them advises.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 5 * 60;
 
 /// The accepted credentials of every configured method.
@@ -29,21 +34,28 @@ pub struct AuthPolicy {
     pub header: Option<HeaderCredentials>,
     /// Standard Webhooks signatures made with any of these secrets.
     pub signing_secrets: Vec<SigningSecret>,
-    /// A signature of the raw body alone, as form backends send it (Typeform, Tally).
+    /// A form backend's HMAC signature of the raw body.
     pub body_signature: Option<BodySignature>,
 }
 
-/// A signature over the raw body alone: `<header>: <prefix><base64 of HMAC-SHA256(secret, body)>`.
-/// It carries no timestamp, so a captured delivery can be replayed; the receipt's key makes a
-/// replay a duplicate, never a second lead.
+/// A form backend's HMAC-SHA256 signature ([`HmacScheme`]: Typeform, Tally, Webflow, Framer,
+/// Basin, Formspree, Formstack). Those without a timestamp cannot stop a captured delivery
+/// from being replayed; the receipt's key makes a replay a duplicate, never a second lead.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BodySignature {
-    /// The header that carries it.
-    pub header: &'static str,
-    /// What precedes the base64 signature (`sha256=` for Typeform, nothing for Tally).
-    pub prefix: &'static str,
+    /// How the sender signs.
+    pub scheme: HmacScheme,
+    /// The header that carries the tag: the scheme's, or the one the configuration names.
+    pub header: String,
     /// The accepted secrets (several, to rotate).
     pub secrets: Vec<SigningSecret>,
+}
+
+impl BodySignature {
+    /// The scheme in its own header, with these secrets.
+    pub fn new(scheme: HmacScheme, secrets: Vec<SigningSecret>) -> BodySignature {
+        BodySignature { scheme, header: String::from(scheme.header), secrets }
+    }
 }
 
 /// A custom authentication header: its name and accepted values.
@@ -84,9 +96,10 @@ pub enum AuthError {
     /// The custom header's value is not an accepted one.
     BadHeaderValue,
     /// Some but not all of `webhook-id`, `webhook-timestamp`, `webhook-signature` are present,
-    /// or the timestamp is not a number.
+    /// or the timestamp is not a number; or a form backend's signature lacks the timestamp or
+    /// submission ID its scheme covers.
     MalformedSignatureHeaders,
-    /// The signature timestamp is more than five minutes from now.
+    /// The signature's timestamp is more than five minutes from now.
     SignatureTimestampOutOfRange,
     /// No `v1` signature matches any accepted secret, or the body signature does not.
     BadSignature,
@@ -157,7 +170,7 @@ impl AuthPolicy {
             (AuthMethod::Bearer, self.check_bearer(headers)),
             (AuthMethod::Basic, self.check_basic(headers)),
             (AuthMethod::Header, self.check_header(headers)),
-            (AuthMethod::BodySignature, self.check_body_signature(headers, body)),
+            (AuthMethod::BodySignature, self.check_body_signature(headers, body, now_unix_secs)),
         ];
         let mut first_error = None;
         for (method, check) in checks {
@@ -203,17 +216,25 @@ impl AuthPolicy {
         }
     }
 
-    fn check_body_signature(&self, headers: &Headers, body: &[u8]) -> Check {
+    fn check_body_signature(&self, headers: &Headers, body: &[u8], now_unix_secs: i64) -> Check {
         let Some(config) = self.body_signature.as_ref().filter(|b| !b.secrets.is_empty()) else {
             return Check::Absent;
         };
-        let Some(value) = headers.get(config.header) else { return Check::Absent };
-        let presented = value.trim_matches([' ', '\t']).strip_prefix(config.prefix).and_then(|s| BASE64.decode(s).ok());
-        let Some(presented) = presented else { return Check::Refused(AuthError::BadSignature) };
-        let accepted = config
-            .secrets
-            .iter()
-            .fold(subtle::Choice::from(0), |found, secret| found | sign_body(secret, body).matches(&presented));
+        let Some(value) = headers.get(&config.header) else { return Check::Absent };
+        let scheme = config.scheme;
+        let value = value.trim_matches([' ', '\t']);
+        let message = match Message::of(scheme.covers, value, headers, now_unix_secs) {
+            Ok(message) => message,
+            Err(error) => return Check::Refused(error),
+        };
+        let presented: Vec<Vec<u8>> = message.tags.iter().filter_map(|tag| decode_tag(scheme, tag)).collect();
+        let mut accepted = subtle::Choice::from(0);
+        for secret in &config.secrets {
+            let expected = message.sign(secret, body);
+            for candidate in &presented {
+                accepted |= expected.matches(candidate);
+            }
+        }
         if bool::from(accepted) {
             Check::Accepted
         } else {
@@ -273,6 +294,85 @@ fn authorization<'h>(headers: &'h Headers, scheme: &str) -> Option<&'h str> {
     found.eq_ignore_ascii_case(scheme).then(|| rest.trim_start_matches(' '))
 }
 
+/// What a form backend's tag covers around the body, and the tags its header presents.
+struct Message<'h> {
+    /// Before the body: a timestamp and its separator.
+    before: (&'h str, &'static str),
+    /// After the body: a header's value.
+    after: &'h str,
+    /// The tags as the header writes them (prefix and encoding still on).
+    tags: Vec<&'h str>,
+}
+
+impl<'h> Message<'h> {
+    /// Reads the signature header's `value` (and the headers the scheme covers) as `covers`
+    /// says; refuses a missing or malformed timestamp or ID, or a timestamp out of range.
+    fn of(covers: Covers, value: &'h str, headers: &'h Headers, now_unix_secs: i64) -> Result<Message<'h>, AuthError> {
+        let in_range = |secs: i64| now_unix_secs.abs_diff(secs) <= SIGNATURE_TOLERANCE_SECS.unsigned_abs();
+        let mut message = Message { before: ("", ""), after: "", tags: Vec::new() };
+        match covers {
+            Covers::Body => message.tags.push(value),
+            Covers::BodyThenHeader(name) => {
+                message.after = headers.get(name).ok_or(AuthError::MalformedSignatureHeaders)?;
+                message.tags.push(value);
+            }
+            Covers::MillisHeaderColonBody(name) => {
+                let timestamp = headers.get(name).ok_or(AuthError::MalformedSignatureHeaders)?;
+                let millis = parse_timestamp(timestamp).ok_or(AuthError::MalformedSignatureHeaders)?;
+                if !in_range(millis / 1000) {
+                    return Err(AuthError::SignatureTimestampOutOfRange);
+                }
+                message.before = (timestamp, ":");
+                message.tags.push(value);
+            }
+            Covers::InlineSecondsDotBody => {
+                let mut timestamp = None;
+                for (name, part) in value.split(',').filter_map(|part| part.trim_matches([' ', '\t']).split_once('=')) {
+                    match name {
+                        "t" if timestamp.is_none() => timestamp = Some(part),
+                        "t" => return Err(AuthError::MalformedSignatureHeaders),
+                        "v1" => message.tags.push(part),
+                        // Other schemes (a future `v2`) are not this receiver's to check.
+                        _ => {}
+                    }
+                }
+                let timestamp = timestamp.ok_or(AuthError::MalformedSignatureHeaders)?;
+                let secs = parse_timestamp(timestamp).ok_or(AuthError::MalformedSignatureHeaders)?;
+                if !in_range(secs) {
+                    return Err(AuthError::SignatureTimestampOutOfRange);
+                }
+                message.before = (timestamp, ".");
+            }
+        }
+        Ok(message)
+    }
+
+    /// The HMAC-SHA256 of what this message covers, with `body`, under `secret`.
+    fn sign(&self, secret: &SigningSecret, body: &[u8]) -> Tag {
+        // HMAC takes keys of any length, so this cannot fail.
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return Tag([0; 32]) };
+        mac.update(self.before.0.as_bytes());
+        mac.update(self.before.1.as_bytes());
+        mac.update(body);
+        mac.update(self.after.as_bytes());
+        Tag(mac.finalize().into_bytes().into())
+    }
+}
+
+/// A presented tag's bytes: its prefix off (when the scheme has one and it is there, or
+/// required), decoded as the scheme writes it.
+fn decode_tag(scheme: HmacScheme, tag: &str) -> Option<Vec<u8>> {
+    let bare = match tag.strip_prefix(scheme.prefix) {
+        Some(bare) => bare,
+        None if scheme.prefix_optional => tag,
+        None => return None,
+    };
+    match scheme.encoding {
+        Encoding::Base64 => BASE64.decode(bare).ok(),
+        Encoding::Hex => crate::hex::decode(bare),
+    }
+}
+
 /// A Standard Webhooks timestamp: decimal seconds, digits only.
 fn parse_timestamp(text: &str) -> Option<i64> {
     if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -282,8 +382,8 @@ fn parse_timestamp(text: &str) -> Option<i64> {
 }
 
 /// An HMAC-SHA256 tag computed here. Its one comparison is constant time ([`Tag::matches`]): it
-/// has no `PartialEq` to call by mistake, and its bytes leave it only in base64, as the
-/// header a sender would send.
+/// has no `PartialEq` to call by mistake, and its bytes leave it only encoded, as the header a
+/// sender would send.
 struct Tag([u8; 32]);
 
 impl Tag {
@@ -310,20 +410,43 @@ fn sign(secret: &SigningSecret, id: &str, timestamp: &str, body: &[u8]) -> Tag {
     Tag(mac.finalize().into_bytes().into())
 }
 
-/// The HMAC-SHA256 of `body` under `secret`.
-fn sign_body(secret: &SigningSecret, body: &[u8]) -> Tag {
-    // HMAC takes keys of any length, so this cannot fail.
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.key()) else { return Tag([0; 32]) };
-    mac.update(body);
-    Tag(mac.finalize().into_bytes().into())
-}
-
-/// The value of a body signature header (`prefix` and the base64 HMAC-SHA256 of `body`) a
-/// sender would send: for tests and tools.
-pub fn body_signature_header(secret: &SigningSecret, prefix: &str, body: &[u8]) -> String {
-    let mut header = String::from(prefix);
-    sign_body(secret, body).encode_into(&mut header);
-    header
+/// The headers a sender of `signature`'s scheme sends with `body` at `now_millis` (the tag, and
+/// Webflow's timestamp), signed with `secret`; `headers` are the delivery's others (Framer's tag
+/// covers its submission ID header): for tests and tools.
+pub fn body_signature_headers(
+    signature: &BodySignature,
+    secret: &SigningSecret,
+    headers: &Headers,
+    body: &[u8],
+    now_millis: u64,
+) -> Vec<(String, String)> {
+    let scheme = signature.scheme;
+    let (millis, secs) = (alloc::format!("{now_millis}"), alloc::format!("{}", now_millis / 1000));
+    let message = match scheme.covers {
+        Covers::Body => Message { before: ("", ""), after: "", tags: Vec::new() },
+        Covers::BodyThenHeader(name) => {
+            Message { before: ("", ""), after: headers.get(name).unwrap_or_default(), tags: Vec::new() }
+        }
+        Covers::MillisHeaderColonBody(_) => Message { before: (&millis, ":"), after: "", tags: Vec::new() },
+        Covers::InlineSecondsDotBody => Message { before: (&secs, "."), after: "", tags: Vec::new() },
+    };
+    let tag = message.sign(secret, body);
+    let mut value = String::new();
+    if let Covers::InlineSecondsDotBody = scheme.covers {
+        value.push_str("t=");
+        value.push_str(&secs);
+        value.push_str(",v1=");
+    }
+    value.push_str(scheme.prefix);
+    match scheme.encoding {
+        Encoding::Base64 => tag.encode_into(&mut value),
+        Encoding::Hex => value.push_str(&crate::hex::encode(&tag.0)),
+    }
+    let mut out = alloc::vec![(signature.header.clone(), value)];
+    if let Covers::MillisHeaderColonBody(name) = scheme.covers {
+        out.push((String::from(name), millis));
+    }
+    out
 }
 
 /// The `webhook-signature` header value (`v1,<base64>`) a sender would send: for tests and tools.

@@ -18,6 +18,7 @@ use crate::auth::AuthError;
 use crate::envelope::EnvelopeError;
 use crate::json::{write_string, JsonError};
 use crate::key::KeyError;
+use crate::profile::Acknowledgement;
 use crate::receipt::ReceiptStatus;
 use crate::store::{PermanentStoreError, RetryableStoreError};
 
@@ -33,7 +34,8 @@ pub enum Outcome {
     NotFound,
     /// The path exists but not for this method; the value is the `Allow` header.
     MethodNotAllowed(&'static str),
-    /// The body is not `application/json`.
+    /// The body is not `application/json` (nor, for a sender that posts forms,
+    /// `application/x-www-form-urlencoded`).
     UnsupportedMediaType,
     /// The body, or the receipt it would become, is larger than this receiver stores.
     PayloadTooLarge(TooLarge),
@@ -54,8 +56,8 @@ pub enum Outcome {
     InvalidKey(KeyError),
     /// A receipt with this key exists with a different payload fingerprint.
     KeyReused,
-    /// The receipt was stored now.
-    Stored(ReceiptSummary),
+    /// The receipt was stored now; answered with the 2xx the profile's sender counts as success.
+    Stored(ReceiptSummary, Acknowledgement),
     /// A receipt already existed for this key and payload.
     Duplicate(ReceiptSummary),
     /// The store could not prove durability; the sender should retry.
@@ -144,7 +146,8 @@ impl Outcome {
                 (405, "method_not_allowed", "method not allowed on this endpoint", X::Allow(allow))
             }
             Outcome::UnsupportedMediaType => {
-                (415, "unsupported_media_type", "the body must be application/json", X::Nothing)
+                let message = "the body must be application/json (or form-encoded where the sender posts forms)";
+                (415, "unsupported_media_type", message, X::Nothing)
             }
             Outcome::PayloadTooLarge(TooLarge::Body) => (
                 413,
@@ -189,6 +192,12 @@ impl Outcome {
             Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(e)) => {
                 (400, "invalid_json", "the body is not valid JSON", X::Reason(json_reason(*e)))
             }
+            Outcome::InvalidEnvelope(EnvelopeError::MissingSubmissionIdField) => (
+                400,
+                "invalid_envelope",
+                "the form must carry a hidden input named submissionId with a new ID per submission",
+                X::Reason(EnvelopeError::MissingSubmissionIdField.reason()),
+            ),
             Outcome::InvalidEnvelope(e) => {
                 (400, "invalid_envelope", "the body is not a valid delivery for this endpoint", X::Reason(e.reason()))
             }
@@ -210,7 +219,9 @@ impl Outcome {
                 "this idempotency key was already used with different form content",
                 X::Nothing,
             ),
-            Outcome::Stored(summary) => (202, "stored", "receipt stored", X::Receipt(summary, false)),
+            Outcome::Stored(summary, acknowledgement) => {
+                (acknowledgement.status(), "stored", "receipt stored", X::Receipt(summary, false))
+            }
             Outcome::Duplicate(summary) => {
                 (200, "duplicate", "receipt already stored; nothing new was written", X::Receipt(summary, true))
             }

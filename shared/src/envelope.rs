@@ -51,6 +51,17 @@ pub enum EnvelopeError {
     /// The answers or fields a form backend sends (Typeform's `form_response.answers`, Tally's
     /// `data.fields`) are present but not an array.
     AnswersNotArray,
+    /// A form-encoded body holds a `%` not followed by two hex digits, or bytes that are not
+    /// UTF-8.
+    InvalidFormEncoding,
+    /// The body is declared form-encoded but is a JSON document (a sender set to post JSON, or
+    /// the reverse, with the other content type).
+    JsonDeclaredForm,
+    /// The body is declared JSON but is form-encoded.
+    FormDeclaredJson,
+    /// A Formspree delivery whose form carries no hidden `submissionId` input: Formspree sends
+    /// no submission ID of its own, and one is never invented from the content.
+    MissingSubmissionIdField,
 }
 
 impl EnvelopeError {
@@ -66,6 +77,10 @@ impl EnvelopeError {
             EnvelopeError::InvalidSubmissionId => "invalid_submission_id",
             EnvelopeError::FormDataNotObject => "form_data_not_object",
             EnvelopeError::AnswersNotArray => "answers_not_array",
+            EnvelopeError::InvalidFormEncoding => "invalid_form_encoding",
+            EnvelopeError::JsonDeclaredForm => "json_body_declared_form",
+            EnvelopeError::FormDeclaredJson => "form_body_declared_json",
+            EnvelopeError::MissingSubmissionIdField => "missing_submission_id_field",
         }
     }
 }
@@ -123,6 +138,34 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<Json, EnvelopeError> {
     match body {
         Json::Object(_) => Ok(body),
         _ => Err(EnvelopeError::NotAnObject),
+    }
+}
+
+/// A body that is a JSON object or, when `form` (its content type says so), form-encoded
+/// fields as an object of strings ([`crate::form::parse`]). A body sent with the other format's
+/// content type is refused by name.
+pub(crate) fn parse_object_or_form(body: &[u8], form: bool) -> Result<Json, EnvelopeError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if form {
+        if first == Some(&b'{') {
+            return Err(EnvelopeError::JsonDeclaredForm);
+        }
+        return crate::form::parse(body).map(Json::Object).map_err(|_| EnvelopeError::InvalidFormEncoding);
+    }
+    parse_object(body).map_err(|error| match error {
+        EnvelopeError::InvalidJson(_) if first.is_some_and(|b| b.is_ascii_alphanumeric()) && body.contains(&b'=') => {
+            EnvelopeError::FormDeclaredJson
+        }
+        other => other,
+    })
+}
+
+/// The identity at `value`: a string that [`is_valid_submission_id`] accepts, or a whole
+/// number as it is written (some senders' IDs are numbers).
+pub(crate) fn identity_or_number(value: Option<&Json>) -> Result<String, EnvelopeError> {
+    match value {
+        Some(Json::Number(n)) if n.as_str().bytes().all(|b| b.is_ascii_digit()) => Ok(String::from(n.as_str())),
+        other => identity(other),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use crate::json::Json;
 use crate::profile::Profile;
@@ -149,6 +150,72 @@ impl Fields {
     pub(crate) fn finish(self) -> Lead {
         self.lead
     }
+}
+
+/// The lead of a form backend that sends its answers as one object, field name to value
+/// (Webflow, Framer, Basin, Formspree, Formstack), keyed `external_id`: the name, email and
+/// message from the fields their common labels name, in any case and spacing (`Name`,
+/// `Full name`, or `First name` with `Last name`; `Email`, `E-mail`, `Email address`;
+/// `Message`, `Comments`), every other field but those in `skip` in `extra` under its own name.
+/// A value with a type beside it (`{"value": .., "field_type": ..}`, Formstack) is the value; a
+/// name in parts (`{"first": .., "last": ..}`) is its parts joined.
+pub(crate) fn object_lead(external_id: String, fields: &BTreeMap<String, Json>, skip: &[&str]) -> Lead {
+    let mut lead = Fields::new(external_id);
+    let mut parts: [Option<String>; 2] = [None, None];
+    let has_full_name = fields.keys().any(|k| matches!(label(k).as_str(), "name" | "fullname" | "yourname"));
+    for (field, value) in fields.iter().filter(|(field, _)| !skip.contains(&field.as_str())) {
+        let value = plain(value);
+        let candidates: &[Named] = match label(field).as_str() {
+            "name" | "fullname" | "yourname" => &[Named::Name],
+            "email" | "emailaddress" | "youremail" | "youremailaddress" => &[Named::Email],
+            "message" | "yourmessage" | "comments" | "comment" => &[Named::Message],
+            "firstname" | "givenname" if !has_full_name && parts[0].is_none() => {
+                parts[0] = Some(as_text(value.clone()));
+                &[]
+            }
+            "lastname" | "surname" | "familyname" if !has_full_name && parts[1].is_none() => {
+                parts[1] = Some(as_text(value.clone()));
+                &[]
+            }
+            _ => &[],
+        };
+        if let Some(value) = lead.fill(candidates, value) {
+            lead.extra().insert(field.clone(), value);
+        }
+    }
+    if let [None, None] = parts {
+        return lead.finish();
+    }
+    // The first and last names joined are the name; each stays in `extra` under its own label
+    // too, so a sink with both columns can fill them.
+    let joined: Vec<&str> = parts.iter().flatten().map(String::as_str).filter(|p| !p.is_empty()).collect();
+    lead.fill(&[Named::Name], Json::String(joined.join(" ")));
+    lead.finish()
+}
+
+/// A field's label as compared: lowercase letters and digits only.
+fn label(field: &str) -> String {
+    field.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// A field's value without the sender's wrapping: `{"value": v, "field_type": t}` is `v`; a name
+/// in parts (`{"first": .., "last": ..}`, maybe with `prefix`, `middle`, `suffix`) is its parts
+/// joined by spaces; anything else as it is.
+fn plain(value: &Json) -> Json {
+    let Json::Object(members) = value else { return value.clone() };
+    if let (Some(inner), Some(_)) = (members.get("value"), members.get("field_type")) {
+        return plain(inner);
+    }
+    let name_parts = ["prefix", "first", "middle", "last", "suffix"];
+    if members.contains_key("first") && members.keys().all(|k| name_parts.contains(&k.as_str()) || k == "field_type") {
+        let joined: Vec<&str> = name_parts
+            .iter()
+            .filter_map(|part| members.get(*part).and_then(Json::as_str))
+            .filter(|part| !part.is_empty())
+            .collect();
+        return Json::String(joined.join(" "));
+    }
+    value.clone()
 }
 
 /// A field's value as text: strings as they are, `null` as empty, anything else as JSON.

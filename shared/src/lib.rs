@@ -28,6 +28,7 @@ pub mod decision;
 pub mod dynamo;
 pub mod envelope;
 pub mod fingerprint;
+pub mod form;
 pub mod headers;
 pub mod hex;
 pub mod json;

@@ -30,6 +30,40 @@ pub const TYPEFORM_SIGNATURE_HEADER: &str = "typeform-signature";
 /// The header Tally signs its deliveries in.
 pub const TALLY_SIGNATURE_HEADER: &str = "tally-signature";
 
+/// Which 2xx answers a new receipt: what the profile's sender counts as success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acknowledgement {
+    /// 202 Accepted: stored, to be delivered (the default).
+    Accepted,
+    /// 200 OK, for a sender that retries any other answer (Webflow).
+    Ok,
+}
+
+impl Acknowledgement {
+    /// The status.
+    pub fn status(self) -> u16 {
+        match self {
+            Acknowledgement::Accepted => 202,
+            Acknowledgement::Ok => 200,
+        }
+    }
+}
+
+/// The header Webflow signs its deliveries in.
+pub const WEBFLOW_SIGNATURE_HEADER: &str = "x-webflow-signature";
+/// The header that carries Webflow's signing time, in milliseconds.
+pub const WEBFLOW_TIMESTAMP_HEADER: &str = "x-webflow-timestamp";
+/// The header Framer signs its deliveries in.
+pub const FRAMER_SIGNATURE_HEADER: &str = "framer-signature";
+/// The header that carries Framer's submission ID.
+pub const FRAMER_SUBMISSION_HEADER: &str = "framer-webhook-submission-id";
+/// The header Basin signs its deliveries in.
+pub const BASIN_SIGNATURE_HEADER: &str = "x-basin-signature";
+/// The header Formspree signs its deliveries in.
+pub const FORMSPREE_SIGNATURE_HEADER: &str = "formspree-signature";
+/// The header Formstack signs its deliveries in, unless the webhook names another.
+pub const FORMSTACK_SIGNATURE_HEADER: &str = "x-fs-signature";
+
 /// `"a, b, c"` from the literals `"a", "b", "c"`.
 macro_rules! names {
     ($first:literal $(, $rest:literal)*) => {
@@ -104,6 +138,18 @@ profiles! {
     Typeform(typeform): "typeform", "typeform:", ["content-type", TYPEFORM_SIGNATURE_HEADER];
     /// Tally's `FORM_RESPONSE` webhooks, signed with `Tally-Signature`.
     Tally(tally): "tally", "tally:", ["content-type", TALLY_SIGNATURE_HEADER];
+    /// Webflow's `form_submission` webhooks, signed with `x-webflow-signature` and timed.
+    Webflow(webflow): "webflow", "webflow:", ["content-type", WEBFLOW_SIGNATURE_HEADER, WEBFLOW_TIMESTAMP_HEADER];
+    /// Framer forms' webhooks, signed with `Framer-Signature`, identified by a header.
+    Framer(framer): "framer", "framer:", ["content-type", FRAMER_SIGNATURE_HEADER, FRAMER_SUBMISSION_HEADER];
+    /// Basin's form webhooks (JSON, data-wrapped JSON or form-encoded), signed with
+    /// `X-Basin-Signature`.
+    Basin(basin): "basin", "basin:", ["content-type", BASIN_SIGNATURE_HEADER];
+    /// Formspree's form webhooks, signed with `Formspree-Signature`; the form carries the ID.
+    Formspree(formspree): "formspree", "formspree:", ["content-type", FORMSPREE_SIGNATURE_HEADER];
+    /// Formstack's form webhooks (form-encoded or JSON), signed with `X-FS-Signature` or a
+    /// header of the user's choosing.
+    Formstack(formstack): "formstack", "formstack:", ["content-type", FORMSTACK_SIGNATURE_HEADER];
 }
 
 impl Profile {

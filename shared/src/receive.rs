@@ -13,7 +13,7 @@ use crate::dynamo::item_size;
 use crate::envelope::Refusal;
 use crate::fingerprint::same_content;
 use crate::headers::Headers;
-use crate::profile::Profile;
+use crate::profile::{Acknowledgement, Profile};
 use crate::put_item::{put_item, StoreRequest};
 use crate::receipt::Receipt;
 use crate::store::{PutOutcome, RetryableStoreError, StoreError};
@@ -135,16 +135,13 @@ pub struct PendingPut {
     pub request: StoreRequest,
     /// The delivery's submission ID.
     pub submission_id: String,
+    /// The 2xx a new receipt is answered with (the profile's).
+    acknowledgement: Acknowledgement,
     fingerprint: String,
     received_at: String,
 }
 
-/// True if a `Content-Type` value names `application/json` (parameters such as `charset` allowed).
-pub fn is_json_media_type(content_type: Option<&str>) -> bool {
-    content_type
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
+pub use crate::headers::{is_form_media_type, is_json_media_type};
 
 /// True if the declared `Content-Length` already exceeds the limit: the shell can answer 413
 /// without reading the body. [`receive`] checks the body itself in any case.
@@ -180,10 +177,17 @@ impl Policy {
     }
 
     /// Every header [`receive`] may read for a delivery to `profile`: the profile's own
-    /// ([`Profile::headers_read`]) and its custom authentication header, if one is configured.
+    /// ([`Profile::headers_read`]), its custom authentication header, if one is configured, and
+    /// the signature header the configuration names, if it names another than the sender's.
     pub fn header_names(&self, profile: Profile) -> impl Iterator<Item = &str> {
-        let custom = self.auth(profile).and_then(|auth| auth.header.as_ref()).map(|h| h.name.as_str());
-        profile.headers_read().iter().copied().chain(custom)
+        let auth = self.auth(profile);
+        let custom = auth.and_then(|auth| auth.header.as_ref()).map(|h| h.name.as_str());
+        // A signature header the configuration names instead of the sender's own (Formstack).
+        let signature = auth
+            .and_then(|auth| auth.body_signature.as_ref())
+            .map(|b| b.header.as_str())
+            .filter(|name| !profile.headers_read().iter().any(|read| read.eq_ignore_ascii_case(name)));
+        profile.headers_read().iter().copied().chain(custom).chain(signature)
     }
 }
 
@@ -198,7 +202,7 @@ pub fn declared_within_limit(policy: &Policy, content_length: Option<&str>, tran
 
 /// Runs every check on a `POST /webhooks/<profile>` delivery, in order: the profile is
 /// enabled, size, media type, authentication, envelope, idempotency key, and the size of the
-/// item it would store. Nothing is written unless all pass, so every 2xx is a receipt that
+/// item it would store. The body is JSON, or form-encoded for a profile whose sender posts forms. Nothing is written unless all pass, so every 2xx is a receipt that
 /// fits DynamoDB's rules.
 pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     let respond = |outcome| Step::Respond(outcome, None);
@@ -206,7 +210,9 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     if delivery.body.len() > policy.max_body_bytes {
         return respond(Outcome::PayloadTooLarge(TooLarge::Body));
     }
-    if !is_json_media_type(delivery.headers.get("content-type")) {
+    let content_type = delivery.headers.get("content-type");
+    let form = delivery.profile.takes_form_bodies() && is_form_media_type(content_type);
+    if !is_json_media_type(content_type) && !form {
         return respond(Outcome::UnsupportedMediaType);
     }
     let now_secs = i64::try_from(delivery.now_millis / 1000).unwrap_or(i64::MAX);
@@ -232,6 +238,7 @@ pub fn receive(policy: &Policy, delivery: &Delivery<'_>) -> Step {
     Step::Store(PendingPut {
         request: put_item(&policy.table, &item, now_secs),
         submission_id: receipt.submission_id,
+        acknowledgement: delivery.profile.acknowledgement(),
         fingerprint: receipt.fingerprint,
         received_at: receipt.received_at,
     })
@@ -243,11 +250,14 @@ impl PendingPut {
     /// with a fingerprint of a version this code cannot compute, the sender is asked to retry.
     pub fn finish(&self, answer: PutOutcome) -> Outcome {
         match answer {
-            PutOutcome::Stored => Outcome::Stored(ReceiptSummary {
-                submission_id: self.submission_id.clone(),
-                status: crate::receipt::ReceiptStatus::Received,
-                received_at: self.received_at.clone(),
-            }),
+            PutOutcome::Stored => Outcome::Stored(
+                ReceiptSummary {
+                    submission_id: self.submission_id.clone(),
+                    status: crate::receipt::ReceiptStatus::Received,
+                    received_at: self.received_at.clone(),
+                },
+                self.acknowledgement,
+            ),
             PutOutcome::Duplicate(existing) => match same_content(&existing.fingerprint, &self.fingerprint) {
                 Some(true) => Outcome::Duplicate(ReceiptSummary {
                     submission_id: self.submission_id.clone(),

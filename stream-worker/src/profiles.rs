@@ -7,6 +7,7 @@
 //! profile's example, so a new profile needs nothing in either.
 
 use serde_json::{json, Value};
+use shared::auth::{Covers, Encoding};
 use shared::profile::registry::sender;
 use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
@@ -19,11 +20,31 @@ pub fn describe(example: Option<(&str, &str)>) -> Value {
         let auth = match sender.auth() {
             SenderAuth::StaticForms => json!({"scheme": "staticforms"}),
             SenderAuth::StandardWebhooks { variable } => json!({"scheme": "standard-webhooks", "variable": variable}),
-            SenderAuth::BodySigned { header, prefix, variable } => {
-                json!({"scheme": "body-signature", "header": header, "prefix": prefix, "variable": variable})
+            SenderAuth::BodySigned { scheme, variable, header_variable } => {
+                let encoding = match scheme.encoding {
+                    Encoding::Base64 => "base64",
+                    Encoding::Hex => "hex",
+                };
+                let mut described = json!({
+                    "scheme": "body-signature", "header": scheme.header, "prefix": scheme.prefix,
+                    "encoding": encoding, "variable": variable,
+                });
+                // What the HMAC covers besides the body: `{timestamp}:` before it (Webflow, in
+                // milliseconds), `{t}.` before it (Formspree, in the header), a header after it.
+                match scheme.covers {
+                    Covers::Body => {}
+                    Covers::BodyThenHeader(header) => described["bodyThenHeader"] = json!(header),
+                    Covers::MillisHeaderColonBody(header) => described["millisHeader"] = json!(header),
+                    Covers::InlineSecondsDotBody => described["inlineTimestamp"] = json!(true),
+                }
+                if let Some(header_variable) = header_variable {
+                    described["headerVariable"] = json!(header_variable);
+                }
+                described
             }
         };
-        let mut described = json!({"name": profile.name(), "route": profile.path(), "auth": auth});
+        let stored = profile.acknowledgement().status();
+        let mut described = json!({"name": profile.name(), "route": profile.path(), "auth": auth, "stored": stored});
         if let Some((id, answer)) = example {
             let example = sender.example(id, answer);
             let headers: serde_json::Map<String, Value> =
@@ -52,12 +73,12 @@ mod tests {
         assert_eq!(names, Profile::ALL.map(Profile::name));
         assert_eq!(
             all[0],
-            json!({"name": "staticforms", "route": "/webhooks/staticforms", "auth": {"scheme": "staticforms"}})
+            json!({"name": "staticforms", "route": "/webhooks/staticforms", "auth": {"scheme": "staticforms"}, "stored": 202})
         );
         assert_eq!(all[1]["auth"], json!({"scheme": "standard-webhooks", "variable": "STANDARD_WEBHOOKS_SECRETS"}));
         assert_eq!(
             all[2]["auth"],
-            json!({"scheme": "body-signature", "header": "typeform-signature", "prefix": "sha256=", "variable": "TYPEFORM_SECRETS"})
+            json!({"scheme": "body-signature", "header": "typeform-signature", "prefix": "sha256=", "encoding": "base64", "variable": "TYPEFORM_SECRETS"})
         );
         assert_eq!(all[3]["route"], "/webhooks/tally");
         assert!(all

@@ -1,9 +1,11 @@
 //! Deliveries as every registered sender profile sends them: each profile's example (for
 //! Typeform and Tally their documented example payloads), signed as its `SenderAuth` says by
-//! code that is not the core's (the reference `standardwebhooks` library; an HMAC of its own).
+//! code that is not the core's (the reference `standardwebhooks` library; an HMAC of its own,
+//! per each form backend's documentation).
 //! A new profile needs nothing here.
 
 use base64::Engine as _;
+use shared::auth::{Covers, Encoding, HmacScheme};
 use shared::profile::registry::sender;
 use shared::profile::sender::SenderAuth;
 use shared::profile::Profile;
@@ -65,13 +67,54 @@ pub fn headers(profile: Profile, id: &str, body: &[u8], secret: Option<&str>) ->
             headers.push(("webhook-timestamp".into(), now.to_string()));
             headers.push(("webhook-signature".into(), signer.sign(&message_id, now, body).unwrap()));
         }
-        SenderAuth::BodySigned { header, prefix, .. } => {
-            let hmac =
-                base64::engine::general_purpose::STANDARD.encode(hmac_sha256::HMAC::mac(body, secret.as_bytes()));
-            headers.push((header.to_owned(), format!("{prefix}{hmac}")));
+        SenderAuth::BodySigned { scheme, .. } => {
+            headers.extend(form_backend_signature(scheme, &secret, &headers, body))
         }
     }
     headers
+}
+
+/// A form backend's signature headers for `body`, computed here as each vendor documents it
+/// (not by the core's signer): the HMAC-SHA256 under the secret's text of the body, after
+/// Webflow's `{timestamp in ms}:` or Formspree's `{t}.`, or before Framer's submission ID;
+/// base64 for Typeform and Tally, lowercase hex for the rest.
+fn form_backend_signature(
+    scheme: HmacScheme,
+    secret: &str,
+    others: &[(String, String)],
+    body: &[u8],
+) -> Vec<(String, String)> {
+    let now = crate::delivery::now_secs();
+    let mut mac = hmac_sha256::HMAC::new(secret.as_bytes());
+    let mut signed = Vec::new();
+    match scheme.covers {
+        Covers::Body => mac.update(body),
+        Covers::BodyThenHeader(name) => {
+            mac.update(body);
+            mac.update(others.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).unwrap());
+        }
+        Covers::MillisHeaderColonBody(name) => {
+            let millis = (now * 1000).to_string();
+            mac.update(format!("{millis}:"));
+            mac.update(body);
+            signed.push((name.to_owned(), millis));
+        }
+        Covers::InlineSecondsDotBody => {
+            mac.update(format!("{now}."));
+            mac.update(body);
+        }
+    }
+    let digest = mac.finalize();
+    let tag = match scheme.encoding {
+        Encoding::Base64 => base64::engine::general_purpose::STANDARD.encode(digest),
+        Encoding::Hex => digest.iter().map(|b| format!("{b:02x}")).collect(),
+    };
+    let value = match scheme.covers {
+        Covers::InlineSecondsDotBody => format!("t={now},v1={}{tag}", scheme.prefix),
+        _ => format!("{}{tag}", scheme.prefix),
+    };
+    signed.push((scheme.header.to_owned(), value));
+    signed
 }
 
 /// The receipt key and lead key (`external_id`) of `profile`'s submission `id`, as its

@@ -254,11 +254,10 @@ fn body_signatures_as_typeform_and_tally_send_them() {
     // Vectors computed with Python's hmac from each sender's documented scheme: Typeform
     // `sha256=` + base64, Tally bare base64, both of HMAC-SHA256 under the secret's text.
     let policy = |header, prefix| AuthPolicy {
-        body_signature: Some(BodySignature {
-            header,
-            prefix,
-            secrets: vec![SigningSecret::plain("old-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
-        }),
+        body_signature: Some(BodySignature::new(
+            HmacScheme::body(header, prefix, Encoding::Base64),
+            vec![SigningSecret::plain("old-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
+        )),
         ..AuthPolicy::default()
     };
     let typeform = policy("typeform-signature", "sha256=");
@@ -269,10 +268,10 @@ fn body_signatures_as_typeform_and_tally_send_them() {
     let good = "sha256=9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNg=";
     assert_eq!(check(&typeform, &[("Typeform-Signature", good)], body), Ok(AuthMethod::BodySignature));
     assert_eq!(check(&typeform, &[("typeform-signature", &format!(" {good}\t"))], body), Ok(AuthMethod::BodySignature));
-    assert_eq!(
-        crate::auth::body_signature_header(&SigningSecret::plain("test-secret").unwrap(), "sha256=", body),
-        good
-    );
+    let secret = SigningSecret::plain("test-secret").unwrap();
+    let config = typeform.body_signature.as_ref().unwrap();
+    let signed = crate::auth::body_signature_headers(config, &secret, &Headers::default(), body, 0);
+    assert_eq!(signed, [(String::from("typeform-signature"), String::from(good))]);
     for bad in [
         "9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNg=",
         "sha256=9Qk43kDnGfuJw9YvfsvFTDJXHLif38Rp6U+mXLoaUNh=",
@@ -292,18 +291,17 @@ fn body_signatures_as_typeform_and_tally_send_them() {
     assert_eq!(check(&tally, &[("Tally-Signature", good)], body), Ok(AuthMethod::BodySignature));
     // The same secret listed twice (mid-rotation) still accepts: matches are ORed, never toggled.
     let twice = AuthPolicy {
-        body_signature: Some(BodySignature {
-            header: "tally-signature",
-            prefix: "",
-            secrets: vec![SigningSecret::plain("test-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
-        }),
+        body_signature: Some(BodySignature::new(
+            HmacScheme::body("tally-signature", "", Encoding::Base64),
+            vec![SigningSecret::plain("test-secret").unwrap(), SigningSecret::plain("test-secret").unwrap()],
+        )),
         ..AuthPolicy::default()
     };
     assert_eq!(check(&twice, &[("Tally-Signature", good)], body), Ok(AuthMethod::BodySignature));
     assert_eq!(check(&tally, &[("Tally-Signature", &format!("sha256={good}"))], body), Err(AuthError::BadSignature));
     // No secret configured: the method is not configured at all.
     let empty = AuthPolicy {
-        body_signature: Some(BodySignature { header: "tally-signature", prefix: "", secrets: vec![] }),
+        body_signature: Some(BodySignature::new(HmacScheme::body("tally-signature", "", Encoding::Base64), vec![])),
         ..AuthPolicy::default()
     };
     assert!(!empty.is_configured());

@@ -68,7 +68,8 @@ fn rows() -> Vec<(Outcome, u16, &'static str, Pair, Pair)> {
             Some(("reason", "idempotency_key_mismatch")),
         ),
         (Outcome::KeyReused, 422, "idempotency_key_reused", None, None),
-        (Outcome::Stored(summary()), 202, "stored", None, Some(("submissionId", "sub_1"))),
+        (Outcome::Stored(summary(), Acknowledgement::Accepted), 202, "stored", None, Some(("submissionId", "sub_1"))),
+        (Outcome::Stored(summary(), Acknowledgement::Ok), 200, "stored", None, Some(("submissionId", "sub_1"))),
         (
             Outcome::Duplicate(summary()),
             200,
@@ -104,12 +105,12 @@ fn every_outcome_has_its_row() {
 
 #[wasm_bindgen_test(unsupported = test)]
 fn receipts_say_whether_they_are_duplicates() {
-    let stored = parse(Outcome::Stored(summary()).response().body.as_bytes()).unwrap();
+    let stored = parse(Outcome::Stored(summary(), Acknowledgement::Accepted).response().body.as_bytes()).unwrap();
     let duplicate = parse(Outcome::Duplicate(summary()).response().body.as_bytes()).unwrap();
     assert_eq!(stored.get("duplicate"), Some(&Json::Bool(false)));
     assert_eq!(duplicate.get("duplicate"), Some(&Json::Bool(true)));
     assert_eq!(duplicate.get("receivedAt").and_then(Json::as_str), Some("2026-11-30T06:21:53.123Z"));
-    assert!(Outcome::Stored(summary()).response().headers.is_empty());
+    assert!(Outcome::Stored(summary(), Acknowledgement::Accepted).response().headers.is_empty());
 }
 
 #[wasm_bindgen_test(unsupported = test)]
@@ -134,9 +135,13 @@ fn server_errors_carry_no_detail() {
 
 #[wasm_bindgen_test(unsupported = test)]
 fn codes_are_unique_per_status() {
-    // Every code has one status (a configuration fault is 503 on a delivery and on `/healthz`).
-    let mut seen: Vec<(&str, u16)> =
-        rows().iter().filter(|r| !matches!(r.0, Outcome::Unhealthy(_))).map(|r| (r.2, r.1)).collect();
+    // Every code has one status (a configuration fault is 503 on a delivery and on `/healthz`;
+    // a new receipt is the 2xx its sender counts as success: 202, or 200 for Webflow).
+    let mut seen: Vec<(&str, u16)> = rows()
+        .iter()
+        .filter(|r| !matches!(r.0, Outcome::Unhealthy(_) | Outcome::Stored(_, Acknowledgement::Ok)))
+        .map(|r| (r.2, r.1))
+        .collect();
     seen.sort();
     seen.dedup();
     let mut codes: Vec<&str> = seen.iter().map(|s| s.0).collect();

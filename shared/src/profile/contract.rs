@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use crate::auth::{body_signature_header, signature_header, AuthPolicy, BodySignature};
+use crate::auth::{body_signature_headers, signature_header, AuthPolicy, BodySignature};
 use crate::decision::Outcome;
 use crate::dynamo::{item_from_wire, item_to_wire, AttributeValue};
 use crate::headers::Headers;
@@ -54,8 +54,8 @@ fn auth_for(profile: Profile) -> AuthPolicy {
         SenderAuth::StandardWebhooks { .. } => {
             AuthPolicy { signing_secrets: vec![signing_secret(profile, false)], ..AuthPolicy::default() }
         }
-        SenderAuth::BodySigned { header, prefix, .. } => AuthPolicy {
-            body_signature: Some(BodySignature { header, prefix, secrets: vec![signing_secret(profile, false)] }),
+        SenderAuth::BodySigned { scheme, .. } => AuthPolicy {
+            body_signature: Some(BodySignature::new(scheme, vec![signing_secret(profile, false)])),
             ..AuthPolicy::default()
         },
     }
@@ -85,8 +85,10 @@ fn signed(signer: Profile, example: &Example, body: &[u8], forged: bool) -> Vec<
                 signature_header(&signing_secret(signer, forged), &id.unwrap_or_default(), &timestamp, body);
             headers.extend([("webhook-timestamp".into(), timestamp), ("webhook-signature".into(), signature)]);
         }
-        SenderAuth::BodySigned { header, prefix, .. } => {
-            headers.push((String::from(header), body_signature_header(&signing_secret(signer, forged), prefix, body)));
+        SenderAuth::BodySigned { scheme, .. } => {
+            let config = BodySignature::new(scheme, vec![]);
+            let others = Headers::new(headers.clone());
+            headers.extend(body_signature_headers(&config, &signing_secret(signer, forged), &others, body, NOW_MILLIS));
         }
     }
     headers
@@ -166,7 +168,8 @@ fn every_registered_profile_keeps_the_common_contract() {
         // Racing copies: both pass every check; the conditional put stores one.
         let first = pending(send(&headers, &example.body, &policy), "the first copy");
         let racing = pending(send(&headers, &example.body, &policy), "the racing copy");
-        assert_eq!(store.finish(&first), 202, "{profile:?}: the first copy");
+        let stored = profile.acknowledgement().status();
+        assert_eq!(store.finish(&first), stored, "{profile:?}: the first copy");
         assert_eq!(store.finish(&racing), 200, "{profile:?}: the racing copy");
         assert_eq!(store.0.keys().collect::<Vec<_>>(), [&profile.key(&example.identity)], "{profile:?}'s key");
 
@@ -229,7 +232,7 @@ fn every_registered_profile_takes_odd_but_valid_deliveries_and_processes_them() 
                 let step = deliver(&policy, profile, &headers, &example.body);
                 let pending = pending(step, &format!("{profile:?} {id:?} {answer:?}"));
                 let mut store = Store::default();
-                assert_eq!(store.finish(&pending), 202);
+                assert_eq!(store.finish(&pending), profile.acknowledgement().status());
                 let wire = store.0.values().next().unwrap().clone();
                 let image = NewImage::from_wire(wire.as_bytes(), || (None, None, None));
                 match decide("INSERT", &image, &LeadMapping::default()) {

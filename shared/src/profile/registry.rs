@@ -40,6 +40,26 @@ macro_rules! with_sender {
                 let $sender = &super::tally::Tally;
                 $body
             }
+            Profile::Webflow => {
+                let $sender = &super::webflow::Webflow;
+                $body
+            }
+            Profile::Framer => {
+                let $sender = &super::framer::Framer;
+                $body
+            }
+            Profile::Basin => {
+                let $sender = &super::basin::Basin;
+                $body
+            }
+            Profile::Formspree => {
+                let $sender = &super::formspree::Formspree;
+                $body
+            }
+            Profile::Formstack => {
+                let $sender = &super::formstack::Formstack;
+                $body
+            }
         }
     };
 }
@@ -54,6 +74,16 @@ impl Profile {
     /// How this profile's deliveries are authenticated ([`Sender::auth`]).
     pub fn auth(self) -> SenderAuth {
         with_sender!(self, |sender| sender.auth())
+    }
+
+    /// Which 2xx answers a new receipt ([`Sender::acknowledgement`]).
+    pub fn acknowledgement(self) -> crate::profile::Acknowledgement {
+        with_sender!(self, |sender| sender.acknowledgement())
+    }
+
+    /// Whether the sender may post form-encoded bodies ([`Sender::takes_form_bodies`]).
+    pub fn takes_form_bodies(self) -> bool {
+        with_sender!(self, |sender| sender.takes_form_bodies())
     }
 
     /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its

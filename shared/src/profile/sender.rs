@@ -7,12 +7,13 @@ use alloc::string::String;
 #[cfg(any(test, feature = "examples"))]
 use alloc::vec::Vec;
 
+use crate::auth::HmacScheme;
 use crate::envelope::{Envelope, Refusal};
 use crate::headers::Headers;
 use crate::key::KeyError;
 use crate::lead::{Lead, LeadError};
 use crate::mapping::LeadMapping;
-use crate::profile::Profile;
+use crate::profile::{Acknowledgement, Profile};
 use crate::receipt::Receipt;
 
 /// How a profile's deliveries are authenticated: which configuration holds its secrets and
@@ -28,15 +29,16 @@ pub enum SenderAuth {
         /// The variable that lists the secrets.
         variable: &'static str,
     },
-    /// `header: <prefix><base64 HMAC-SHA256 of the body>`, keyed by each secret's text, the
-    /// secrets listed in `variable`.
+    /// A form backend's HMAC-SHA256 signature as `scheme` says, keyed by each secret's text,
+    /// the secrets listed in `variable`.
     BodySigned {
-        /// The signature's header (lowercase).
-        header: &'static str,
-        /// What precedes the base64 signature in the header.
-        prefix: &'static str,
+        /// How the sender signs.
+        scheme: HmacScheme,
         /// The variable that lists the secrets.
         variable: &'static str,
+        /// The variable that may name another header for the tag, for a sender whose users
+        /// choose it (Formstack); `None` when the header is fixed.
+        header_variable: Option<&'static str>,
     },
 }
 
@@ -48,6 +50,18 @@ pub trait Sender: Sync {
 
     /// How its deliveries are authenticated.
     fn auth(&self) -> SenderAuth;
+
+    /// Which 2xx tells the sender a new receipt was stored: 202 unless the sender counts only
+    /// 200 as success (Webflow). A duplicate is 200 for every sender.
+    fn acknowledgement(&self) -> Acknowledgement {
+        Acknowledgement::Accepted
+    }
+
+    /// Whether the sender may post `application/x-www-form-urlencoded` bodies (besides JSON,
+    /// which every sender may).
+    fn takes_form_bodies(&self) -> bool {
+        false
+    }
 
     /// Checks an authenticated delivery's body (and, for some senders, headers) and returns its
     /// envelope: identity, event, the parsed body and its fingerprint.
@@ -104,6 +118,26 @@ impl Example {
         self.headers.push((name, value));
         self
     }
+}
+
+/// `text` form-encoded as a browser encodes a field (`application/x-www-form-urlencoded`):
+/// letters, digits and `*-._` as they are, a space as `+`, every other byte as `%XX`.
+#[cfg(any(test, feature = "examples"))]
+pub(crate) fn form_encode(text: &str) -> String {
+    let mut out = String::new();
+    for &b in text.as_bytes() {
+        match b {
+            b' ' => out.push('+'),
+            b'*' | b'-' | b'.' | b'_' => out.push(char::from(b)),
+            _ if b.is_ascii_alphanumeric() => out.push(char::from(b)),
+            _ => {
+                out.push('%');
+                out.push(char::from(crate::hex::DIGITS[usize::from(b >> 4)].to_ascii_uppercase()));
+                out.push(char::from(crate::hex::DIGITS[usize::from(b & 0xf)].to_ascii_uppercase()));
+            }
+        }
+    }
+    out
 }
 
 /// `text` with every `from` replaced by `to` as a JSON string, for examples built from a

@@ -16,6 +16,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::auth::{Encoding, HmacScheme};
 use crate::envelope::{expect_event, identity, parse_object};
 use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
@@ -108,7 +109,11 @@ impl Sender for Tally {
     }
 
     fn auth(&self) -> SenderAuth {
-        SenderAuth::BodySigned { header: SIGNATURE_HEADER, prefix: "", variable: "TALLY_SECRETS" }
+        SenderAuth::BodySigned {
+            scheme: HmacScheme::body(SIGNATURE_HEADER, "", Encoding::Base64),
+            variable: "TALLY_SECRETS",
+            header_variable: None,
+        }
     }
 
     fn read(&self, _headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {

@@ -19,6 +19,7 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 
+use crate::auth::{Encoding, HmacScheme};
 use crate::envelope::{expect_event, identity, parse_object};
 use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
@@ -125,7 +126,11 @@ impl Sender for Typeform {
     }
 
     fn auth(&self) -> SenderAuth {
-        SenderAuth::BodySigned { header: SIGNATURE_HEADER, prefix: SIGNATURE_PREFIX, variable: "TYPEFORM_SECRETS" }
+        SenderAuth::BodySigned {
+            scheme: HmacScheme::body(SIGNATURE_HEADER, SIGNATURE_PREFIX, Encoding::Base64),
+            variable: "TYPEFORM_SECRETS",
+            header_variable: None,
+        }
     }
 
     fn read(&self, _headers: &Headers, body: &[u8]) -> Result<Envelope, Refusal> {

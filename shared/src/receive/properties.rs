@@ -294,19 +294,27 @@ fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pa
                 crate::auth::signature_header(&secret, id, &timestamp, body.as_bytes()),
             ));
         }
-        Profile::Typeform => headers.push((
-            "typeform-signature".into(),
-            crate::auth::body_signature_header(&secret, "sha256=", body.as_bytes()),
-        )),
-        _ => headers.push(("tally-signature".into(), crate::auth::body_signature_header(&secret, "", body.as_bytes()))),
+        Profile::Typeform => headers.push(("typeform-signature".into(), base64_tag(&secret, "sha256=", &body))),
+        _ => headers.push(("tally-signature".into(), base64_tag(&secret, "", &body))),
     }
     (Headers::new(headers), body)
+}
+
+/// `prefix` and the base64 HMAC-SHA256 of `body`, as Typeform and Tally sign.
+fn base64_tag(secret: &crate::secret::SigningSecret, prefix: &'static str, body: &str) -> String {
+    let scheme = crate::auth::HmacScheme::body("x", prefix, crate::auth::Encoding::Base64);
+    let config = crate::auth::BodySignature::new(scheme, alloc::vec![]);
+    let signed = crate::auth::body_signature_headers(&config, secret, &Headers::default(), body.as_bytes(), 0);
+    signed[0].1.clone()
 }
 
 fn every_profile_policy() -> Policy {
     let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
     let body_signed = |header, prefix| AuthPolicy {
-        body_signature: Some(crate::auth::BodySignature { header, prefix, secrets: alloc::vec![secret.clone()] }),
+        body_signature: Some(crate::auth::BodySignature::new(
+            crate::auth::HmacScheme::body(header, prefix, crate::auth::Encoding::Base64),
+            alloc::vec![secret.clone()],
+        )),
         ..AuthPolicy::default()
     };
     let mut policy = policy();

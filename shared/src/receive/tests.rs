@@ -244,7 +244,7 @@ fn the_store_answer_decides() {
 
     let stored = put.finish(classify_put(200, b"{}"));
     assert!(
-        matches!(&stored, Outcome::Stored(s) if s.status == ReceiptStatus::Received && s.received_at == "2026-11-30T06:21:53.123Z")
+        matches!(&stored, Outcome::Stored(s, Acknowledgement::Accepted) if s.status == ReceiptStatus::Received && s.received_at == "2026-11-30T06:21:53.123Z")
     );
 
     let duplicate = put.finish(classify_put(400, &duplicate_answer(BODY, "COMPLETED")));
@@ -416,12 +416,11 @@ fn every_profile() -> (Policy, crate::secret::SigningSecret) {
             SenderAuth::StandardWebhooks { .. } => {
                 AuthPolicy { signing_secrets: alloc::vec![whsec.clone()], ..AuthPolicy::default() }
             }
-            SenderAuth::BodySigned { header, prefix, .. } => AuthPolicy {
-                body_signature: Some(BodySignature {
-                    header,
-                    prefix,
-                    secrets: alloc::vec![SigningSecret::plain("form-secret").unwrap()],
-                }),
+            SenderAuth::BodySigned { scheme, .. } => AuthPolicy {
+                body_signature: Some(BodySignature::new(
+                    scheme,
+                    alloc::vec![SigningSecret::plain("form-secret").unwrap()],
+                )),
                 ..AuthPolicy::default()
             },
         };
@@ -451,8 +450,10 @@ fn signed(profile: Profile, whsec: &crate::secret::SigningSecret, id: &str, body
                 crate::auth::signature_header(whsec, id, &timestamp, body.as_bytes()),
             ));
         }
-        SenderAuth::BodySigned { header, prefix, .. } => {
-            pairs.push((header.into(), crate::auth::body_signature_header(&form_secret, prefix, body.as_bytes())))
+        SenderAuth::BodySigned { scheme, .. } => {
+            let config = crate::auth::BodySignature::new(scheme, alloc::vec![]);
+            let others = Headers::new(pairs.clone());
+            pairs.extend(crate::auth::body_signature_headers(&config, &form_secret, &others, body.as_bytes(), NOW));
         }
     }
     Headers::new(pairs)
