@@ -67,6 +67,12 @@ def form_signed(header, prefix, body, secret=FORM_SECRET):
     return framed([("Content-Type", "application/json"), (header, prefix + mac)], body)
 
 
+def hex_signed(headers, body, before=b"", after=b"", secret=FORM_SECRET):
+    """`headers` with the hex HMAC-SHA256 of `before + body + after` filling each `{tag}`."""
+    tag = hmac.new(secret, before + body + after, hashlib.sha256).hexdigest()
+    return framed([(name, value.replace("{tag}", tag)) for name, value in headers], body)
+
+
 def profile_seeds():
     """Deliveries to the other sender profiles (the receive target runs every input through each)."""
     typeform, tally = fixture("typeform.json"), fixture("tally.json")
@@ -82,6 +88,24 @@ def profile_seeds():
         "tally": form_signed("Tally-Signature", "", tally),
         "tally-fields-object": form_signed("Tally-Signature", "", b'{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":{}}}'),
         "tally-with-prefix": form_signed("Tally-Signature", "sha256=", tally),
+        "webflow": hex_signed([("Content-Type", "application/json"), ("x-webflow-timestamp", str(NOW * 1000)),
+                               ("x-webflow-signature", "{tag}")], fixture("webflow.json"), f"{NOW * 1000}:".encode()),
+        "webflow-stale": hex_signed([("Content-Type", "application/json"), ("x-webflow-timestamp", str(NOW)),
+                                     ("x-webflow-signature", "{tag}")], fixture("webflow.json"), f"{NOW}:".encode()),
+        "framer": hex_signed([("Content-Type", "application/json"), ("Framer-Webhook-Submission-Id", "0fbbb90e-1"),
+                              ("Framer-Signature", "sha256={tag}")], fixture("framer.json"), after=b"0fbbb90e-1"),
+        "basin-form": hex_signed([("Content-Type", "application/x-www-form-urlencoded"), ("X-Basin-Signature", "sha256={tag}")],
+                                 b"email=a%40example.com&name=Example+Name&id=submission_id&id=again"),
+        "formspree": hex_signed([("Content-Type", "application/json"), ("Formspree-Signature", f"t={NOW},v1={{tag}}")],
+                                fixture("formspree.json"), f"{NOW}.".encode()),
+        "formspree-no-id": hex_signed([("Content-Type", "application/json"), ("Formspree-Signature", f"t={NOW},v1={{tag}}")],
+                                      b'{"form":"f","submission":{"email":"a@b"}}', f"{NOW}.".encode()),
+        "formstack": hex_signed([("Content-Type", "application/x-www-form-urlencoded; charset=utf-8"),
+                                 ("X-FS-Signature", "sha256={tag}")], fixture("formstack.txt")),
+        "formstack-bad-escape": hex_signed([("Content-Type", "application/x-www-form-urlencoded"), ("X-FS-Signature", "{tag}")],
+                                           b"UniqueID=1&Name=%zz"),
+        "formstack-json-as-form": hex_signed([("Content-Type", "application/x-www-form-urlencoded"), ("X-FS-Signature", "{tag}")],
+                                             b'{"UniqueID":"1"}'),
         "standard-webhooks": framed([("Content-Type", "application/json"), ("webhook-id", "msg_p1"),
                                      ("webhook-timestamp", str(NOW)), ("webhook-signature", sign("msg_p1", NOW, sw_body))],
                                     sw_body),
@@ -102,6 +126,17 @@ def json_seeds():
         "invalid-utf8": b'{"a":"\xff\xfe"}', "overlong-utf8": b'"\xc0\xaf"', "bom": b"\xef\xbb\xbf{}",
         "truncated": b'{"a":[1,2', "trailing": b"{} x", "whitespace": b' \t\r\n{ "a" : [ 1 , 2 ] }\n',
         "bare-control": b'"a\x01b"', "leading-zero": b"01", "nan": b"NaN", "big-exponent": b"1e99999999999999999999",
+    }
+
+
+def form_seeds():
+    return {
+        "formstack": fixture("formstack.txt"), "empty": b"", "plus-and-escaped-plus": b"a=1+2%2B3",
+        "repeated": b"x=1&x=2&y&x=3", "empty-pairs": b"&&a=&=b&", "utf8-escaped": b"e=%C3%A9&c=%e2%82%ac",
+        "raw-utf8": "n=é😀".encode(), "newline-subfields": b"Name=first+%3D+Ada%0Alast+%3D+Lovelace",
+        "bad-escape": b"a=%zz", "short-escape": b"a=%4", "trailing-percent": b"a=100%",
+        "escaped-not-utf8": b"a=%ff", "raw-not-utf8": b"a=\xff", "json": b'{"UniqueID":"1"}',
+        "double-percent": b"a=%%41", "semicolon": b"a=1;b=2",
     }
 
 
@@ -231,7 +266,7 @@ def stream_seeds():
 
 
 def main():
-    corpus = {"json": json_seeds(), "receive": {**receive_seeds(), **profile_seeds()}, "auth": auth_seeds(),
+    corpus = {"json": json_seeds(), "form": form_seeds(), "receive": {**receive_seeds(), **profile_seeds()}, "auth": auth_seeds(),
               "dynamo_json": dynamo_seeds(), "store_answer": store_seeds(), "stream_record": stream_seeds()}
     for target, seeds in corpus.items():
         directory = os.path.join(ROOT, "corpus", target)

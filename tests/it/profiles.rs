@@ -189,3 +189,100 @@ async fn the_same_raw_id_from_every_profile_is_a_receipt_and_a_lead_each_and_a_d
         202
     );
 }
+
+/// Signed headers for `profile`'s delivery of `body` (its example's other headers, the
+/// configured secret), with the content type replaced when `content_type` is given.
+fn signed_as(profile: Profile, id: &str, body: &[u8], content_type: Option<&str>) -> Vec<(String, String)> {
+    let mut headers = senders::headers(profile, id, body, None);
+    if let Some(content_type) = content_type {
+        for (name, value) in &mut headers {
+            if name.eq_ignore_ascii_case("content-type") {
+                *value = content_type.to_owned();
+            }
+        }
+    }
+    headers
+}
+
+impl Path {
+    fn send_with(&self, profile: Profile, headers: &[(String, String)], body: &[u8]) -> Answer {
+        let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        self.edge.request("POST", profile.path(), &refs, body)
+    }
+}
+
+#[tokio::test]
+async fn form_encoded_and_timed_deliveries_are_read_strictly_through_the_worker() {
+    let p = path(None).await;
+    let formstack = Profile::Formstack;
+    let form = "application/x-www-form-urlencoded";
+    let send = |profile: Profile, id: &str, body: &[u8], content_type: Option<&str>| {
+        p.send_with(profile, &signed_as(profile, id, body, content_type), body)
+    };
+    let reason = |answer: &Answer| (answer.status, answer.json()["reason"].as_str().unwrap_or_default().to_owned());
+
+    // The documented default: form-encoded, by field names. Then the same fields in another
+    // order and escaping (signed anew, as a sender's retry would be): the same submission.
+    let first =
+        b"FormID=6606394&UniqueID=fs-1&Name=first+%3D+Ada%0Alast+%3D+Lovelace&Email=ada%40example.com&Message=1+%2B+1";
+    assert_eq!(send(formstack, "fs-1", first, None).status, 202);
+    let reordered = b"Message=1%20%2b%201&Email=ada@example.com&UniqueID=fs-1&Name=first%20%3d%20Ada%0alast%20%3d%20Lovelace&FormID=6606394";
+    let retry = send(formstack, "fs-1", reordered, None);
+    assert_eq!((retry.status, retry.json()["duplicate"].clone()), (200, json!(true)), "{}", retry.body);
+    // `+` is a space and `%2B` a plus: another message under the same ID is other content.
+    let plus = b"FormID=6606394&UniqueID=fs-1&Name=first+%3D+Ada%0Alast+%3D+Lovelace&Email=ada%40example.com&Message=1+%2B%2B1";
+    assert_eq!(send(formstack, "fs-1", plus, None).status, 422);
+    // A field given twice keeps both values.
+    assert_eq!(send(formstack, "fs-2", b"UniqueID=fs-2&Pick=a&Pick=b&Email=b%40example.com", None).status, 202);
+
+    // Refused by name, nothing stored: a malformed escape, JSON declared as a form and the
+    // reverse, a form on a route whose sender posts none, a body over the limit, a wrong tag.
+    let bad_escape = send(formstack, "fs-3", b"UniqueID=fs-3&Message=100%", None);
+    assert_eq!(reason(&bad_escape), (400, "invalid_form_encoding".into()), "{}", bad_escape.body);
+    let json_as_form = send(formstack, "fs-4", br#"{"UniqueID":"fs-4"}"#, Some(form));
+    assert_eq!(reason(&json_as_form), (400, "json_body_declared_form".into()));
+    let form_as_json = send(formstack, "fs-5", b"UniqueID=fs-5&Email=a%40b", Some("application/json"));
+    assert_eq!(reason(&form_as_json), (400, "form_body_declared_json".into()));
+    let tally_form = send(Profile::Tally, "t-1", b"responseId=t-1", Some(form));
+    assert_eq!(tally_form.status, 415, "{}", tally_form.body);
+    let huge = [b"UniqueID=fs-6&Message=".as_slice(), &vec![b'x'; 256 * 1024]].concat();
+    assert_eq!(send(formstack, "fs-6", &huge, None).status, 413);
+    let mut forged = signed_as(formstack, "fs-7", b"UniqueID=fs-7", None);
+    forged
+        .iter_mut()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("x-fs-signature"))
+        .for_each(|(_, v)| *v = "sha256=00".into());
+    assert_eq!(p.send_with(formstack, &forged, b"UniqueID=fs-7").status, 401);
+
+    // Formspree without the hidden ID: 400 naming the input, never an ID made up.
+    let no_id = send(Profile::Formspree, "x", br#"{"form":"f","submission":{"email":"a@b"}}"#, None);
+    assert_eq!(reason(&no_id), (400, "missing_submission_id_field".into()));
+    assert!(no_id.json()["message"].as_str().unwrap().contains("submissionId"), "{}", no_id.body);
+
+    // Webflow's timestamp is in milliseconds; one six minutes old is refused.
+    let webflow_body = senders::body(Profile::Webflow, "wf-stale", "late");
+    let stale = (tests::delivery::now_secs() - 360) * 1000;
+    let tag: String = hmac_sha256::HMAC::mac(
+        [format!("{stale}:").as_bytes(), &webflow_body].concat(),
+        senders::secret(Profile::Webflow).as_bytes(),
+    )
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    let late = [
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("x-webflow-timestamp".to_owned(), stale.to_string()),
+        ("x-webflow-signature".to_owned(), tag),
+    ];
+    assert_eq!(p.send_with(Profile::Webflow, &late, &webflow_body).status, 401);
+
+    let stored: Vec<String> = p.receipts().into_keys().collect();
+    assert_eq!(stored, ["formstack:fs-1", "formstack:fs-2"], "nothing stored for a refusal");
+    let item = p.store.scan(TABLE).into_iter().find(|i| i["pk"]["S"] == "formstack:fs-2").unwrap();
+    let payload: serde_json::Value = serde_json::from_str(item["payload"]["S"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["Pick"], json!(["a", "b"]));
+    p.drain().await;
+    let leads = p.leads();
+    assert_eq!(leads["formstack:fs-1"].0, "Ada Lovelace", "the compound name read as its parts");
+    assert_eq!(leads["formstack:fs-1"].2, "1 + 1");
+}
