@@ -49,9 +49,11 @@ def grep(log: Path, pattern: str) -> str | None:
     return m.group(0) if m else None
 
 
-# Text only the sender profiles' lead mappings hold (Tally's and Typeform's field types): the
-# edge never maps a lead, so its Wasm must not hold them.
-LEAD_MAPPING_WORDS = ["INPUT_EMAIL", "TEXTAREA", "long_text", "short_text"]
+# Text only the sender profiles' lead mappings hold (Tally's and Typeform's field types, the
+# common labels `lead::object_lead` matches for the other form backends, Formstack's typed
+# values): the edge never maps a lead, so its Wasm must not hold them.
+LEAD_MAPPING_WORDS = ["INPUT_EMAIL", "TEXTAREA", "long_text", "short_text", "youremailaddress", "familyname",
+                      "field_type"]
 
 
 def wasm_bytes():

@@ -46,7 +46,7 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// The paths each target can take; every one must be taken by some seed.
 pub const PATHS: &[(&str, &[&str])] = &[
     ("json", &["accepted", "not_utf8", "too_deep", "duplicate_key", "syntax"]),
-    ("form", &["accepted", "invalid_escape", "not_utf8"]),
+    ("form", &["utf8", "latin1"]),
     ("receive", &["stored", "refused", "stored_by_another_profile"]),
     ("auth", &["bearer", "basic", "header", "signature", "refused"]),
     ("dynamo_json", &["receipt", "item", "not_an_item", "not_json"]),
@@ -57,50 +57,46 @@ pub const PATHS: &[(&str, &[&str])] = &[
 /// The clock every target runs at (2026-12-01T00:21:53.123Z); corpus signatures use it.
 pub const NOW_MILLIS: u64 = 1_796_084_513_123;
 
-/// The form-encoded reader (`shared::form::parse`): never panics; what it accepts, rust-url's
-/// `form_urlencoded` (the WHATWG rules) reads as the same fields, each name to its value or, for
-/// a name given more than once, to its values in order; what it refuses has a `%` that is not an
-/// escape, or is not UTF-8 once decoded (where `form_urlencoded` would substitute U+FFFD).
+/// The form-encoded reader (`shared::form::parse`): never panics and never refuses; where every
+/// name and value decodes to UTF-8, rust-url's `form_urlencoded` (the WHATWG rules) reads the
+/// same fields, each name to its value or, for a name given more than once, to its values in
+/// order; where one does not (the standard would put U+FFFD), no U+FFFD is made and as many
+/// fields are read.
 pub fn form(data: &[u8]) -> &'static str {
-    match shared::form::parse(data) {
-        Ok(fields) => {
-            let mut expected: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
-            for (name, value) in form_urlencoded::parse(data) {
-                expected.entry(name.into_owned()).or_default().push(value.into_owned());
-            }
-            let got: std::collections::BTreeMap<String, Vec<String>> = fields
-                .into_iter()
-                .map(|(name, value)| {
-                    let values = match value {
-                        Json::String(one) => vec![one],
-                        Json::Array(many) if many.len() > 1 => many
-                            .into_iter()
-                            .map(|v| match v {
-                                Json::String(s) => s,
-                                other => panic!("a repeated field's value is not a string: {other:?}"),
-                            })
-                            .collect(),
-                        other => panic!("a field's value is not a string: {other:?}"),
-                    };
-                    (name, values)
-                })
-                .collect();
-            assert_eq!(got, expected, "the WHATWG reading differs");
-            "accepted"
-        }
-        Err(shared::form::FormError::InvalidEscape) => {
-            let escapes_ok = data.iter().enumerate().filter(|(_, b)| **b == b'%').all(|(i, _)| {
-                data.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && data.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-            });
-            assert!(!escapes_ok, "refused as a bad escape, but every % is an escape");
-            "invalid_escape"
-        }
-        Err(shared::form::FormError::NotUtf8) => {
-            let lossy = form_urlencoded::parse(data).any(|(n, v)| n.contains('\u{fffd}') || v.contains('\u{fffd}'));
-            assert!(lossy, "refused as not UTF-8, but it decodes without a replacement");
-            "not_utf8"
-        }
+    let fields = shared::form::parse(data);
+    let mut expected: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for (name, value) in form_urlencoded::parse(data) {
+        expected.entry(name.into_owned()).or_default().push(value.into_owned());
     }
+    let got: std::collections::BTreeMap<String, Vec<String>> = fields
+        .into_iter()
+        .map(|(name, value)| {
+            let values = match value {
+                Json::String(one) => vec![one],
+                Json::Array(many) if many.len() > 1 => many
+                    .into_iter()
+                    .map(|v| match v {
+                        Json::String(s) => s,
+                        other => panic!("a repeated field's value is not a string: {other:?}"),
+                    })
+                    .collect(),
+                other => panic!("a field's value is not a string: {other:?}"),
+            };
+            (name, values)
+        })
+        .collect();
+    let substituted = |map: &std::collections::BTreeMap<String, Vec<String>>| {
+        map.iter().any(|(n, vs)| n.contains('\u{fffd}') || vs.iter().any(|v| v.contains('\u{fffd}')))
+    };
+    if !substituted(&expected) {
+        assert_eq!(got, expected, "the WHATWG reading differs");
+        return "utf8";
+    }
+    let count = |map: &std::collections::BTreeMap<String, Vec<String>>| map.values().map(Vec::len).sum::<usize>();
+    assert_eq!(count(&got), count(&expected), "as many fields as the standard reads");
+    let sent = data.windows(3).any(|w| w == "\u{fffd}".as_bytes());
+    assert!(sent || !substituted(&got), "a U+FFFD made where the body holds none");
+    "latin1"
 }
 
 /// The policy every delivery target runs against: all four methods configured.

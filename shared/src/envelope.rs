@@ -51,9 +51,6 @@ pub enum EnvelopeError {
     /// The answers or fields a form backend sends (Typeform's `form_response.answers`, Tally's
     /// `data.fields`) are present but not an array.
     AnswersNotArray,
-    /// A form-encoded body holds a `%` not followed by two hex digits, or bytes that are not
-    /// UTF-8.
-    InvalidFormEncoding,
     /// The body is declared form-encoded but is a JSON document (a sender set to post JSON, or
     /// the reverse, with the other content type).
     JsonDeclaredForm,
@@ -77,7 +74,6 @@ impl EnvelopeError {
             EnvelopeError::InvalidSubmissionId => "invalid_submission_id",
             EnvelopeError::FormDataNotObject => "form_data_not_object",
             EnvelopeError::AnswersNotArray => "answers_not_array",
-            EnvelopeError::InvalidFormEncoding => "invalid_form_encoding",
             EnvelopeError::JsonDeclaredForm => "json_body_declared_form",
             EnvelopeError::FormDeclaredJson => "form_body_declared_json",
             EnvelopeError::MissingSubmissionIdField => "missing_submission_id_field",
@@ -150,7 +146,7 @@ pub(crate) fn parse_object_or_form(body: &[u8], form: bool) -> Result<Json, Enve
         if first == Some(&b'{') {
             return Err(EnvelopeError::JsonDeclaredForm);
         }
-        return crate::form::parse(body).map(Json::Object).map_err(|_| EnvelopeError::InvalidFormEncoding);
+        return Ok(Json::Object(crate::form::parse(body)));
     }
     parse_object(body).map_err(|error| match error {
         EnvelopeError::InvalidJson(_) if first.is_some_and(|b| b.is_ascii_alphanumeric()) && body.contains(&b'=') => {
@@ -211,6 +207,20 @@ mod tests {
         let envelope = parse_envelope(body.as_bytes()).unwrap();
         assert_eq!(envelope.submission_id, "sub_8fK2qLw9Xc");
         assert_eq!(envelope.form_data().and_then(|f| f.get("name")).and_then(Json::as_str), Some("Ada Lovelace"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_body_in_the_other_format_is_named() {
+        let read = |body: &str, form: bool| parse_object_or_form(body.as_bytes(), form).map(|b| b.to_text());
+        assert_eq!(read("a=1&b=%41", true), Ok(r#"{"a":"1","b":"A"}"#.into()));
+        assert_eq!(read(r#" {"a":1}"#, true), Err(EnvelopeError::JsonDeclaredForm));
+        assert_eq!(read("a=1&b=2", false), Err(EnvelopeError::FormDeclaredJson));
+        assert_eq!(read("UniqueID=1", false), Err(EnvelopeError::FormDeclaredJson));
+        // Not JSON, and not a form either: the JSON error, as before.
+        assert_eq!(read("{", false), Err(EnvelopeError::InvalidJson(JsonError::Syntax { offset: 1 })));
+        assert_eq!(read("abc", false), Err(EnvelopeError::InvalidJson(JsonError::Syntax { offset: 0 })));
+        assert_eq!(read("[=]", false).map_err(|e| e.reason()), Err("invalid_json"));
+        assert_eq!(read("[1]", false), Err(EnvelopeError::NotAnObject));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -23,7 +23,7 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
     }
-    text.chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
+    text.chunks(2).map(|pair| Some(digit(pair[0])? * 16 + digit(pair[1])?)).collect()
 }
 
 #[cfg(test)]

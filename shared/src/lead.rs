@@ -162,18 +162,17 @@ impl Fields {
 pub(crate) fn object_lead(external_id: String, fields: &BTreeMap<String, Json>, skip: &[&str]) -> Lead {
     let mut lead = Fields::new(external_id);
     let mut parts: [Option<String>; 2] = [None, None];
-    let has_full_name = fields.keys().any(|k| matches!(label(k).as_str(), "name" | "fullname" | "yourname"));
     for (field, value) in fields.iter().filter(|(field, _)| !skip.contains(&field.as_str())) {
         let value = plain(value);
         let candidates: &[Named] = match label(field).as_str() {
             "name" | "fullname" | "yourname" => &[Named::Name],
             "email" | "emailaddress" | "youremail" | "youremailaddress" => &[Named::Email],
             "message" | "yourmessage" | "comments" | "comment" => &[Named::Message],
-            "firstname" | "givenname" if !has_full_name && parts[0].is_none() => {
+            "firstname" | "givenname" if parts[0].is_none() => {
                 parts[0] = Some(as_text(value.clone()));
                 &[]
             }
-            "lastname" | "surname" | "familyname" if !has_full_name && parts[1].is_none() => {
+            "lastname" | "surname" | "familyname" if parts[1].is_none() => {
                 parts[1] = Some(as_text(value.clone()));
                 &[]
             }
@@ -186,8 +185,8 @@ pub(crate) fn object_lead(external_id: String, fields: &BTreeMap<String, Json>, 
     if let [None, None] = parts {
         return lead.finish();
     }
-    // The first and last names joined are the name; each stays in `extra` under its own label
-    // too, so a sink with both columns can fill them.
+    // The first and last names joined are the name, unless a full name filled it; each stays in
+    // `extra` under its own label too, so a sink with both columns can fill them.
     let joined: Vec<&str> = parts.iter().flatten().map(String::as_str).filter(|p| !p.is_empty()).collect();
     lead.fill(&[Named::Name], Json::String(joined.join(" ")));
     lead.finish()
@@ -275,6 +274,38 @@ mod tests {
             lead_from_receipt_default(&receipt(r#"{"event":"form.submitted","data":{"submissionId":"s"}}"#))
                 .map(|l| l.external_id),
             Ok("s".into())
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn an_object_of_answers_by_its_common_labels() {
+        let check = |fields: &str, expected: (&str, &str, &str, &str)| {
+            let Json::Object(fields) = parse(fields.as_bytes()).unwrap() else { panic!("an object") };
+            let lead = object_lead("k".into(), &fields, &["id"]);
+            let got =
+                (lead.name.as_str(), lead.email.as_str(), lead.message.as_str(), Json::Object(lead.extra).to_text());
+            assert_eq!(got, (expected.0, expected.1, expected.2, String::from(expected.3)), "{fields:?}");
+        };
+        // Labels in any case and spacing; the first of each wins; the skipped field nowhere.
+        check(
+            r#"{"id":"1","E-mail":"a@x","Your Name":"Ada","full_name":"Other","COMMENTS":"hi","Email address":"b@x"}"#,
+            ("Ada", "a@x", "hi", r#"{"Email address":"b@x","full_name":"Other"}"#),
+        );
+        // A full name wins over the parts, which stay in `extra`.
+        check(
+            r#"{"Name":"Ada Lovelace","First name":"A","Last name":"L"}"#,
+            ("Ada Lovelace", "", "", r#"{"First name":"A","Last name":"L"}"#),
+        );
+        // Parts joined: the first of each kind; empty parts left out.
+        check(
+            r#"{"First name":"Ada","Given name":"B","Surname":"Lovelace","last_name":"D"}"#,
+            ("Ada Lovelace", "", "", r#"{"First name":"Ada","Given name":"B","Surname":"Lovelace","last_name":"D"}"#),
+        );
+        check(r#"{"firstname":"","lastname":"Hopper"}"#, ("Hopper", "", "", r#"{"firstname":"","lastname":"Hopper"}"#));
+        // Values unwrapped only as a sender wraps them.
+        check(
+            r#"{"Name":{"first":"Ada","middle":"","last":"Lovelace","field_type":"name"},"Email":{"value":"a@x","field_type":"email"},"v":{"value":1},"p":{"first":"x","other":"y"},"q":{"last":"z"}}"#,
+            ("Ada Lovelace", "a@x", "", r#"{"p":{"first":"x","other":"y"},"q":{"last":"z"},"v":{"value":1}}"#),
         );
     }
 

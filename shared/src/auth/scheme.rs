@@ -49,9 +49,4 @@ impl HmacScheme {
     pub const fn body(header: &'static str, prefix: &'static str, encoding: Encoding) -> HmacScheme {
         HmacScheme { header, prefix, prefix_optional: false, encoding, covers: Covers::Body }
     }
-
-    /// Whether the scheme carries a timestamp that must be near now.
-    pub fn is_timestamped(self) -> bool {
-        matches!(self.covers, Covers::MillisHeaderColonBody(_) | Covers::InlineSecondsDotBody)
-    }
 }

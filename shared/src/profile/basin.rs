@@ -4,11 +4,14 @@
 //!   the webhook's signing secret (its text is the key; Basin's changelog 58). No timestamp: a
 //!   captured delivery can be replayed, and its receipt makes the replay a duplicate.
 //! - Body: Basin's "JSON" format (the submission's fields and its `id`), its "Data wrapped
-//!   JSON" (the same under `data`), or "Form URL encoded" (the fields, form-encoded).
+//!   JSON" (the same under `data`), or "Form URL encoded" (the fields, form-encoded; or, as
+//!   Basin's page shows it, that text as a JSON string under `data`).
 //! - Identity: the submission's `id` (a string, or a whole number as written).
 //! - Fingerprint: the submission's fields, canonical (so the format, field order and escaping
 //!   do not change it).
 //! - Lead: the fields by their common labels ([`crate::lead::object_lead`]), `id` left out.
+
+use alloc::borrow::Cow;
 
 use crate::auth::{Encoding, HmacScheme};
 use crate::envelope::{identity_or_number, parse_object_or_form, Envelope, EnvelopeError, Refusal};
@@ -29,21 +32,23 @@ pub fn read(headers: &Headers, body: &[u8]) -> Result<Envelope, EnvelopeError> {
     let body = parse_object_or_form(body, is_form_media_type(headers.get("content-type")))?;
     let fields = submission(&body).ok_or(EnvelopeError::FormDataNotObject)?;
     let submission_id = identity_or_number(fields.get("id"))?;
-    let fingerprint = fingerprint(Some(fields));
+    let fingerprint = fingerprint(Some(&fields));
     Ok(Envelope { profile: Profile::Basin, submission_id, event: alloc::string::String::new(), body, fingerprint })
 }
 
-/// The submission's fields (an object): the body, or `data` when Basin wraps them.
-fn submission(body: &Json) -> Option<&Json> {
+/// The submission's fields (an object): the body, `data` when Basin wraps them, or `data`'s
+/// form-encoded text read as fields (Basin's page shows its "Form URL encoded" format so).
+fn submission(body: &Json) -> Option<Cow<'_, Json>> {
     match (body.get("data"), body.get("id")) {
-        (Some(data @ Json::Object(_)), None) => Some(data),
-        _ => matches!(body, Json::Object(_)).then_some(body),
+        (Some(data @ Json::Object(_)), None) => Some(Cow::Borrowed(data)),
+        (Some(Json::String(encoded)), None) => Some(Cow::Owned(Json::Object(crate::form::parse(encoded.as_bytes())))),
+        _ => matches!(body, Json::Object(_)).then_some(Cow::Borrowed(body)),
     }
 }
 
 /// The lead of a `basin` receipt.
 pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
-    match submission(&receipt.payload) {
+    match submission(&receipt.payload).as_deref() {
         Some(Json::Object(fields)) => Ok(object_lead(receipt.key.clone(), fields, &["id"])),
         _ => Err(LeadError::FormDataNotObject),
     }
@@ -123,6 +128,11 @@ mod tests {
             Json::Object(lead.extra).to_text(),
             r#"{"attachments":[{"attachment_proxy_url":"proxy_url","public_url":"public_url"}]}"#
         );
+        // The form-encoded format as Basin's page shows it: the encoded text under `data`.
+        let shown = json(r#"{"data":"email=example@example.com&name=Example+Name&id=submission_id"}"#).unwrap();
+        assert_eq!((shown.submission_id.as_str(), shown.fingerprint.as_str()), ("submission_id", encoded.fingerprint.as_str()));
+        let receipt = Receipt::new(&shown, Profile::Basin.key("submission_id"), "r", 0, 1);
+        assert_eq!(super::lead(&receipt).map(|l| l.email), Ok("example@example.com".into()));
         let receipt = Receipt::new(&encoded, Profile::Basin.key("submission_id"), "r", 0, 1);
         assert_eq!(super::lead(&receipt).map(|l| l.name), Ok("Example Name".into()));
     }
@@ -146,7 +156,7 @@ mod tests {
         assert_eq!(json(r#"{"email":"a@b"}"#).map(|_| ()), Err(EnvelopeError::MissingSubmissionId));
         assert_eq!(json(r#"{"data":{"email":"a@b"}}"#).map(|_| ()), Err(EnvelopeError::MissingSubmissionId));
         assert_eq!(json(r#"{"id":77}"#).map(|e| e.submission_id), Ok("77".into()));
-        assert_eq!(form("id=1&name=%zz").map(|_| ()), Err(EnvelopeError::InvalidFormEncoding));
+        assert_eq!(form("id=1&name=%zz").map(|e| e.submission_id), Ok("1".into()));
         assert_eq!(form(EXAMPLE).map(|_| ()), Err(EnvelopeError::JsonDeclaredForm));
         assert_eq!(json("id=1&name=x").map(|_| ()), Err(EnvelopeError::FormDeclaredJson));
         assert_eq!(form("name=x").map(|_| ()), Err(EnvelopeError::MissingSubmissionId));

@@ -59,19 +59,31 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
     Ok(object_lead(receipt.key.clone(), &fields, &["FormID", "UniqueID", HANDSHAKE_FIELD]))
 }
 
-/// A form-encoded compound value (`first = Ada\nlast = Lovelace`) as an object of its parts;
-/// any other value as it is.
+/// A form-encoded compound value (`first = Ada\nlast = Lovelace`, one subfield a line, as
+/// Formstack documents) as an object of its parts; with field types on, a value's `field_type =`
+/// line is left out, and a field that is then only `value = ...` is that text (a textarea's
+/// lines included). Anything else, a one-line text such as `total = 5` included, as it is.
 fn subfields(value: &Json) -> Json {
     let Json::String(text) = value else { return value.clone() };
+    let text = match text.rsplit_once("\nfield_type = ") {
+        Some((rest, kind)) if !kind.contains('\n') => rest,
+        _ => text.as_str(),
+    };
+    if let Some(plain) = text.strip_prefix("value = ") {
+        return Json::string(plain);
+    }
     let parts: Option<BTreeMap<String, Json>> = text
         .split('\n')
         .map(|line| {
             let (part, value) = line.split_once(" = ")?;
-            let named = !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+            let named = !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
             named.then(|| (String::from(part), Json::string(value)))
         })
         .collect();
-    parts.map_or_else(|| value.clone(), Json::Object)
+    match parts {
+        Some(parts) if parts.len() > 1 => Json::Object(parts),
+        _ => value.clone(),
+    }
 }
 
 /// The `formstack` profile.
@@ -165,6 +177,25 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn form_encoded_compound_and_typed_values() {
+        let body = "UniqueID=9&Name=first+%3D+Ada%0Alast+%3D+Lovelace%0Afield_type+%3D+name\
+            &Message=value+%3D+line+one%0Aline+two%0Afield_type+%3D+textarea\
+            &Address=address+%3D+1+Main+St%0Aaddress2+%3D+Flat+2%0Acity+%3D+Leeds\
+            &Note=total+%3D+5&Email=value+%3D+ada%40example.com%0Afield_type+%3D+email";
+        let envelope = form(body).unwrap();
+        let receipt = Receipt::new(&envelope, Profile::Formstack.key("9"), "r", 0, 1);
+        let lead = lead(&receipt).unwrap();
+        assert_eq!(
+            (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
+            ("Ada Lovelace", "ada@example.com", "line one\nline two")
+        );
+        assert_eq!(
+            Json::Object(lead.extra).to_text(),
+            r#"{"Address":{"address":"1 Main St","address2":"Flat 2","city":"Leeds"},"Note":"total = 5"}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn a_captured_delivery_s_signature() {
         // A Formstack delivery as captured (hookdeck/webhook-skills, formstack-webhooks): key
         // `test1`, `x-fs-signature: sha256=<hex>` of the raw body; recomputed with openssl.
@@ -191,8 +222,9 @@ mod tests {
     #[wasm_bindgen_test(unsupported = test)]
     fn refusals() {
         assert_eq!(form("FormID=1").map(|_| ()), Err(EnvelopeError::MissingSubmissionId));
-        assert_eq!(form("UniqueID=1&Name=%E").map(|_| ()), Err(EnvelopeError::InvalidFormEncoding));
-        assert_eq!(form("UniqueID=%FF").map(|_| ()), Err(EnvelopeError::InvalidFormEncoding));
+        // What the standard reads, never refused: a stray `%`, a legacy charset's byte.
+        assert_eq!(form("UniqueID=1&Message=100%").map(|e| e.body.get("Message").cloned()), Ok(Some(Json::string("100%"))));
+        assert_eq!(form("UniqueID=caf%E9").map(|e| e.submission_id), Ok("café".into()));
         assert_eq!(form(r#"{"UniqueID":"1"}"#).map(|_| ()), Err(EnvelopeError::JsonDeclaredForm));
         assert_eq!(json("UniqueID=1&FormID=2").map(|_| ()), Err(EnvelopeError::FormDeclaredJson));
         // A repeated field is kept whole: both values, in order.

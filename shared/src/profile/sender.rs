@@ -153,3 +153,21 @@ pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
     crate::json::write_string(to, &mut quoted);
     text.replace(from, &quoted)
 }
+
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn form_fields_are_encoded_as_browsers_encode_them() {
+        assert_eq!(super::form_encode("Ada Lovelace"), "Ada+Lovelace");
+        assert_eq!(super::form_encode("a*b-c.d_e~f+g&h=i%"), "a*b-c.d_e%7Ef%2Bg%26h%3Di%25");
+        assert_eq!(super::form_encode("é 😀"), "%C3%A9+%F0%9F%98%80");
+        assert_eq!(
+            crate::form::parse(alloc::format!("x={}", super::form_encode("é &=+%")).as_bytes())
+                .get("x")
+                .and_then(crate::json::Json::as_str),
+            Some("é &=+%")
+        );
+    }
+}

@@ -10,6 +10,7 @@ use crate::envelope::{parse_envelope, EnvelopeError};
 use crate::json::{parse, parse_wire, Json, JsonError};
 use crate::key::expected_key;
 use crate::profile::registry::{lead_from_receipt, LeadMapping};
+use crate::profile::sender::SenderAuth;
 use crate::secret::Credential;
 use crate::store::classify_put;
 use crate::stream::{decide, NewImage, RecordAction};
@@ -267,10 +268,30 @@ proptest! {
     }
 }
 
+/// The profiles [`profile_delivery`] builds deliveries for: every one but Static Forms.
+const OTHER_PROFILES: [Profile; 8] = [
+    Profile::StandardWebhooks,
+    Profile::Typeform,
+    Profile::Tally,
+    Profile::Webflow,
+    Profile::Framer,
+    Profile::Basin,
+    Profile::Formspree,
+    Profile::Formstack,
+];
+
+/// `text` percent-encoded as a form field (every byte but letters and digits escaped).
+fn form_escaped(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { format!("{}", char::from(b)) } else { format!("%{b:02X}") })
+        .collect()
+}
+
 /// A delivery to `profile` (not Static Forms) carrying `id` as its identity and `form` as the
 /// respondent's content, padded; signed as the sender signs.
 fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pad: usize) -> (Headers, String) {
     let pad = "p".repeat(pad);
+    let mut content_type = "application/json";
     let body = match profile {
         Profile::StandardWebhooks => {
             format!(r#"{{"type":"t","data":{{"f":{form},"email":"a@example.com"}},"pad":"{pad}"}}"#)
@@ -278,15 +299,35 @@ fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pa
         Profile::Typeform => format!(
             r#"{{"event_type":"form_response","form_response":{{"form_id":"f","token":{id_literal},"answers":[{{"type":"text","text":{form},"field":{{"id":"a","type":"long_text"}}}}],"hidden":{{"h":{form}}}}},"pad":"{pad}"}}"#
         ),
-        _ => format!(
+        Profile::Tally => format!(
             r#"{{"eventType":"FORM_RESPONSE","data":{{"responseId":{id_literal},"fields":[{{"key":"k","label":"L","type":"TEXTAREA","value":{form}}}]}},"pad":"{pad}"}}"#
         ),
+        Profile::Webflow => format!(
+            r#"{{"triggerType":"form_submission","payload":{{"id":{id_literal},"data":{{"f":{form},"Email":"a@example.com"}}}},"pad":"{pad}"}}"#
+        ),
+        Profile::Framer => format!(r#"{{"f":{form},"Email":"a@example.com","pad":"{pad}"}}"#),
+        Profile::Basin => format!(r#"{{"id":{id_literal},"f":{form},"email":"a@example.com","pad":"{pad}"}}"#),
+        Profile::Formspree => format!(
+            r#"{{"form":"x","submission":{{"submissionId":{id_literal},"f":{form},"email":"a@example.com"}},"pad":"{pad}"}}"#
+        ),
+        _ => {
+            content_type = "application/x-www-form-urlencoded";
+            format!("UniqueID={}&f={}&Email=a%40example.com&pad={pad}", form_escaped(id), form_escaped(form))
+        }
     };
     let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
     let timestamp = format!("{}", NOW / 1000);
-    let mut headers = alloc::vec![(String::from("Content-Type"), String::from("application/json"))];
-    match profile {
-        Profile::StandardWebhooks => {
+    let mut headers = alloc::vec![(String::from("Content-Type"), String::from(content_type))];
+    match crate::profile::registry::sender(profile).auth() {
+        SenderAuth::BodySigned { scheme, .. } => {
+            if profile == Profile::Framer {
+                headers.push(("framer-webhook-submission-id".into(), id.into()));
+            }
+            let config = crate::auth::BodySignature::new(scheme, alloc::vec![]);
+            let others = Headers::new(headers.clone());
+            headers.extend(crate::auth::body_signature_headers(&config, &secret, &others, body.as_bytes(), NOW));
+        }
+        _ => {
             headers.push(("webhook-id".into(), id.into()));
             headers.push(("webhook-timestamp".into(), timestamp.clone()));
             headers.push((
@@ -294,38 +335,23 @@ fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pa
                 crate::auth::signature_header(&secret, id, &timestamp, body.as_bytes()),
             ));
         }
-        Profile::Typeform => headers.push(("typeform-signature".into(), base64_tag(&secret, "sha256=", &body))),
-        _ => headers.push(("tally-signature".into(), base64_tag(&secret, "", &body))),
     }
     (Headers::new(headers), body)
 }
 
-/// `prefix` and the base64 HMAC-SHA256 of `body`, as Typeform and Tally sign.
-fn base64_tag(secret: &crate::secret::SigningSecret, prefix: &'static str, body: &str) -> String {
-    let scheme = crate::auth::HmacScheme::body("x", prefix, crate::auth::Encoding::Base64);
-    let config = crate::auth::BodySignature::new(scheme, alloc::vec![]);
-    let signed = crate::auth::body_signature_headers(&config, secret, &Headers::default(), body.as_bytes(), 0);
-    signed[0].1.clone()
-}
-
 fn every_profile_policy() -> Policy {
     let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
-    let body_signed = |header, prefix| AuthPolicy {
-        body_signature: Some(crate::auth::BodySignature::new(
-            crate::auth::HmacScheme::body(header, prefix, crate::auth::Encoding::Base64),
-            alloc::vec![secret.clone()],
-        )),
-        ..AuthPolicy::default()
-    };
     let mut policy = policy();
-    policy.senders.extend([
-        (
-            Profile::StandardWebhooks,
-            AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
-        ),
-        (Profile::Typeform, body_signed("typeform-signature", "sha256=")),
-        (Profile::Tally, body_signed("tally-signature", "")),
-    ]);
+    for profile in OTHER_PROFILES {
+        let auth = match crate::profile::registry::sender(profile).auth() {
+            SenderAuth::BodySigned { scheme, .. } => AuthPolicy {
+                body_signature: Some(crate::auth::BodySignature::new(scheme, alloc::vec![secret.clone()])),
+                ..AuthPolicy::default()
+            },
+            _ => AuthPolicy { signing_secrets: alloc::vec![secret.clone()], ..AuthPolicy::default() },
+        };
+        policy.senders.push((profile, auth));
+    }
     policy
 }
 
@@ -337,12 +363,12 @@ proptest! {
     /// a 200, and every refusal is one the input earns.
     #[test]
     fn every_profile_accepts_only_what_it_can_process(
-        which in 0usize..3,
+        which in 0usize..OTHER_PROFILES.len(),
         id_literal in id_literal(),
         form in prop_oneof![value_text(), deep_text()],
         pad in padding(),
     ) {
-        let profile = [Profile::StandardWebhooks, Profile::Typeform, Profile::Tally][which];
+        let profile = OTHER_PROFILES[which];
         let id = match parse(id_literal.as_bytes()) {
             Ok(Json::String(id)) => id,
             _ => id_literal.clone(),
@@ -362,6 +388,10 @@ proptest! {
                         prop_assert!(nesting(&body) > crate::json::MAX_DEPTH, "refused as too deep");
                     }
                     Outcome::InvalidEnvelope(EnvelopeError::InvalidJson(JsonError::DuplicateKey)) => {}
+                    // Formspree's ID is the form's own hidden input: an empty one is none.
+                    Outcome::InvalidEnvelope(EnvelopeError::MissingSubmissionIdField) => {
+                        prop_assert!(profile == Profile::Formspree && id.is_empty(), "{id:?}");
+                    }
                     Outcome::PayloadTooLarge(_) => prop_assert!(body.len() > 390_000),
                     other => prop_assert!(false, "{profile:?} refused for no reason the input has: {other:?}"),
                 }

@@ -402,6 +402,57 @@ fn a_signed_delivery_is_checked_against_the_clock_in_seconds() {
     );
 }
 
+#[wasm_bindgen_test(unsupported = test)]
+fn the_edge_collects_the_signature_header_the_configuration_names_once() {
+    use crate::auth::BodySignature;
+    let (mut policy, _) = every_profile();
+    let names = |policy: &Policy| policy.header_names(Profile::Formstack).map(String::from).collect::<Vec<_>>();
+    assert_eq!(names(&policy), ["content-type", "x-fs-signature"], "the sender's own header, once");
+    for (profile, auth) in &mut policy.senders {
+        if *profile == Profile::Formstack {
+            let signature = auth.body_signature.take().unwrap();
+            auth.body_signature = Some(BodySignature { header: "x-my-signature".into(), ..signature });
+        }
+    }
+    assert_eq!(names(&policy), ["content-type", "x-fs-signature", "x-my-signature"]);
+}
+
+#[wasm_bindgen_test(unsupported = test)]
+fn form_encoded_bodies_only_where_the_sender_posts_them() {
+    use crate::auth::{body_signature_headers, BodySignature};
+    use crate::profile::sender::SenderAuth;
+    let (policy, _) = every_profile();
+    let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
+    let form = "application/x-www-form-urlencoded; charset=utf-8";
+    let step = |profile: Profile, content_type: &str, body: &str| {
+        let SenderAuth::BodySigned { scheme, .. } = crate::profile::registry::sender(profile).auth() else {
+            unreachable!("a form backend")
+        };
+        let mut pairs: Vec<(String, String)> = alloc::vec![("Content-Type".into(), content_type.into())];
+        let config = BodySignature::new(scheme, alloc::vec![]);
+        pairs.extend(body_signature_headers(&config, &secret, &Headers::default(), body.as_bytes(), NOW));
+        let headers = Headers::new(pairs);
+        receive(
+            &policy,
+            &Delivery { profile, headers: &headers, body: body.as_bytes(), request_id: "r", now_millis: NOW },
+        )
+    };
+    // Formstack and Basin post form-encoded bodies: stored.
+    assert!(matches!(step(Profile::Formstack, form, "UniqueID=u-1"), Step::Store(_)));
+    assert!(matches!(step(Profile::Basin, form, "id=b-1"), Step::Store(_)));
+    // Every other sender posts JSON only: 415, whatever the body.
+    for profile in [Profile::Typeform, Profile::Tally, Profile::Webflow, Profile::Framer, Profile::Formspree] {
+        assert_eq!(step(profile, form, "a=1"), Step::Respond(Outcome::UnsupportedMediaType, None), "{profile:?}");
+    }
+    // A multipart body is no form-encoded one.
+    let multipart = step(Profile::Formstack, "multipart/form-data; boundary=x", "UniqueID=u-2");
+    assert_eq!(multipart, Step::Respond(Outcome::UnsupportedMediaType, None));
+    // A field over the body limit: 413, whatever the format.
+    let long = alloc::format!("UniqueID=u-3&Message={}", "x".repeat(policy.max_body_bytes));
+    let over = step(Profile::Formstack, form, &long);
+    assert_eq!(over, Step::Respond(Outcome::PayloadTooLarge(TooLarge::Body), None));
+}
+
 /// Every profile enabled, each with its sender's credential (as its `SenderAuth` asks).
 fn every_profile() -> (Policy, crate::secret::SigningSecret) {
     use crate::auth::BodySignature;
