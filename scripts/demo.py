@@ -206,7 +206,7 @@ def main():
     receipts = collections.Counter(i["status"]["S"] for i in scan_receipts(stack, run))
     lead_rows = leads(stack, run)
 
-    names = {202: "stored", 200: "duplicate, or new (Webflow)", 400: "bad key", 401: "unauthenticated", 422: "key reused"}
+    names = {202: "stored", 200: "duplicate; new Webflow", 400: "bad key", 401: "unauthenticated", 422: "key reused"}
     print()
     print(f"  {'requests by status':<28}")
     for status in sorted(statuses):

@@ -44,14 +44,15 @@ pub fn parse(body: &[u8]) -> BTreeMap<String, Json> {
 fn decode(text: &[u8]) -> String {
     let digit = |b: Option<&u8>| b.and_then(|&c| char::from(c).to_digit(16));
     let mut bytes = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while let Some(&b) = text.get(i) {
-        i += 1;
-        match (b, digit(text.get(i)), digit(text.get(i + 1))) {
+    // Each step takes one byte or one escape off the front, so the loop always ends.
+    let mut rest = text;
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        match (b, digit(tail.first()), digit(tail.get(1))) {
             (b'+', _, _) => bytes.push(b' '),
             (b'%', Some(high), Some(low)) => {
                 bytes.push((high * 16 + low) as u8);
-                i += 2;
+                rest = tail.get(2..).unwrap_or_default();
             }
             (other, _, _) => bytes.push(other),
         }

@@ -80,7 +80,7 @@ impl Sender for Framer {
         use crate::profile::sender::substitute;
         let body = include_str!("../../tests/fixtures/framer.json");
         let body = substitute(body, "\"Hello from Framer\"", answer);
-        let lead = ("Ada Lovelace", "ada@example.com");
+        let lead = ("Mary Jackson", "mary@example.com");
         crate::profile::sender::Example::json(body, id.into(), Profile::Framer.key(id), lead)
             .header("Framer-Webhook-Submission-Id", id.into())
     }
@@ -110,11 +110,11 @@ mod tests {
         assert_eq!(lead.external_id, "framer:0fbbb90e-564b-4870-ac8b-78f9bc4e44a6");
         assert_eq!(
             (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
-            ("Ada Lovelace", "ada@example.com", "Hello from Framer")
+            ("Mary Jackson", "mary@example.com", "Hello from Framer")
         );
-        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"Company":"Analytical Engines"}"#);
+        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"Company":"Langley Research"}"#);
         // The inputs' order and spacing are not content.
-        let reordered = r#"{ "Company": "Analytical Engines", "Message": "Hello from Framer", "Email": "ada@example.com", "Name": "Ada Lovelace" }"#;
+        let reordered = r#"{ "Company": "Langley Research", "Message": "Hello from Framer", "Email": "mary@example.com", "Name": "Mary Jackson" }"#;
         assert_eq!(read(&headers(ID), reordered.as_bytes()).unwrap().fingerprint, envelope.fingerprint);
         assert_ne!(read(&headers(ID), EXAMPLE.replace("Hello", "Hi").as_bytes()).unwrap().fingerprint, envelope.fingerprint);
     }
@@ -122,7 +122,7 @@ mod tests {
     #[wasm_bindgen_test(unsupported = test)]
     fn the_signature_covers_the_body_then_the_submission_id() {
         // `"sha256=" + hmac.new(secret, body + submission_id, "sha256").hexdigest()` in Python.
-        let good = "sha256=5ee01295b6397a49e4fa11c23598b4c98add2484e5ac04e643be7629e6922a50";
+        let good = "sha256=f44d11ead998f1abc2504005d51504137eaa5bdf7cab082d10df73c854e155ac";
         let SenderAuth::BodySigned { scheme, .. } = Framer.auth() else { unreachable!() };
         let secret = SigningSecret::plain("framer-secret-of-at-least-32-characters").unwrap();
         let config = BodySignature::new(scheme, alloc::vec![secret.clone()]);
