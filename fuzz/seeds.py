@@ -135,7 +135,7 @@ def form_seeds():
         "repeated": b"x=1&x=2&y&x=3", "empty-pairs": b"&&a=&=b&", "utf8-escaped": b"e=%C3%A9&c=%e2%82%ac",
         "raw-utf8": "n=é😀".encode(), "newline-subfields": b"Name=first+%3D+Ada%0Alast+%3D+Lovelace",
         "bad-escape": b"a=%zz", "short-escape": b"a=%4", "trailing-percent": b"a=100%",
-        "escaped-not-utf8": b"a=%ff", "raw-not-utf8": b"a=\xff", "latin1-names": b"%E9=1&%E8=2&caf%E9=x", "json": b'{"UniqueID":"1"}',
+        "escaped-not-utf8": b"a=%ff", "raw-not-utf8": b"a=\xff", "latin1-names": b"%E9=1&%E8=2&caf%E9=x", "replacement-char": b"a=%EF%BF%BD&b=%FF", "json": b'{"UniqueID":"1"}',
         "double-percent": b"a=%%41", "semicolon": b"a=1;b=2",
     }
 

@@ -8,5 +8,6 @@ pub const BASIC: &str = "fuzz-user:fuzz-pass";
 pub const HEADER: (&str, &str) = ("X-Fuzz-Token", "fuzz-header-value");
 /// The Standard Webhooks signing secret it accepts (`whsec_` and base64 of `fuzz-signing-key`).
 pub const SIGNING_SECRET: &str = "whsec_ZnV6ei1zaWduaW5nLWtleQ==";
-/// The secret the Typeform and Tally profiles accept (its text is the key).
+/// The secret every form backend's profile accepts (Typeform, Tally, Webflow, Framer, Basin,
+/// Formspree, Formstack; its text is the key).
 pub const FORM_SECRET: &str = "fuzz-form-secret";

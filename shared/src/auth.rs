@@ -1,5 +1,5 @@
 //! Sender authentication: Bearer, Basic, a custom header, Standard Webhooks signatures, and
-//! form backends' HMAC signatures ([`scheme`]).
+//! form backends' HMAC signatures (as [`crate::hmac_scheme`] describes them).
 //!
 //! Any number of methods may be configured at once, each with several accepted credentials so
 //! they can be rotated. A request is authenticated when any configured method accepts it. With
@@ -16,8 +16,7 @@ use subtle::ConstantTimeEq;
 use crate::headers::Headers;
 use crate::secret::{matches_any, Credential, SigningSecret};
 
-pub mod scheme;
-pub use scheme::{Covers, Encoding, HmacScheme};
+pub use crate::hmac_scheme::{Covers, Encoding, HmacScheme};
 
 /// How far a signature's timestamp (Standard Webhooks, Webflow, Formspree) may be from `now`,
 /// either way, in seconds: the five minutes each of them advises.

@@ -204,7 +204,7 @@ impl Outcome {
             Outcome::InvalidKey(KeyError::Invalid) => (
                 400,
                 "invalid_idempotency_key",
-                "webhook-id must be 1 to 1024 bytes without control characters",
+                "the submission ID header (webhook-id, Framer-Webhook-Submission-Id) must be 1 to 1024 bytes without control characters",
                 X::Reason(KeyError::Invalid.reason()),
             ),
             Outcome::InvalidKey(e) => (

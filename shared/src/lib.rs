@@ -31,6 +31,7 @@ pub mod fingerprint;
 pub mod form;
 pub mod headers;
 pub mod hex;
+pub mod hmac_scheme;
 pub mod json;
 pub mod key;
 pub mod lead;

@@ -70,7 +70,7 @@ impl SigningSecret {
         Ok(SigningSecret(key))
     }
 
-    /// A secret whose key is the text itself, as form backends use theirs (Typeform, Tally);
+    /// A secret whose key is the text itself, as form backends use theirs (Typeform, Tally, Webflow, Framer, Basin, Formspree, Formstack);
     /// `None` when it is empty.
     pub fn plain(text: &str) -> Option<SigningSecret> {
         (!text.is_empty()).then(|| SigningSecret(text.as_bytes().to_vec()))

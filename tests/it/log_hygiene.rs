@@ -33,7 +33,7 @@ const OWNER: &str = "owner.canary@example.org";
 const WRONG_BEARER: &str = "hyg-wrong-bearer-0b7e";
 const WRONG_PASSWORD: &str = "hyg-wrong-pass-61fa";
 const SINK_KEY: &[u8] = b"hyg-sink-signing-key-4d2c-000000";
-/// A wrong secret for every other profile (a `whsec_` one, which Typeform and Tally take as text).
+/// A wrong secret for every other profile (a `whsec_` one, which the form backends take as text).
 const WRONG_FORM_SECRET: &str = "whsec_aHlnLXdyb25nLWZvcm0tc2VjcmV0LTk5";
 
 /// A delivery whose every personal field is a canary.

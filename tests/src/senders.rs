@@ -1,7 +1,8 @@
-//! Deliveries as every registered sender profile sends them: each profile's example (for
-//! Typeform and Tally their documented example payloads), signed as its `SenderAuth` says by
-//! code that is not the core's (the reference `standardwebhooks` library; an HMAC of its own,
-//! per each form backend's documentation).
+//! Deliveries as every registered sender profile sends them: each profile's example (from its
+//! sender's documented payload where one is published), signed as its `SenderAuth` declares by
+//! code that is not the core's (the reference `standardwebhooks` library; an HMAC of its own).
+//! What a scheme declares (its header, prefix, encoding, what it covers) is the core's: each
+//! profile's own unit tests pin it to its vendor's documentation with vectors computed apart.
 //! A new profile needs nothing here.
 
 use base64::Engine as _;

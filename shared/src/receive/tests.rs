@@ -418,6 +418,38 @@ fn the_edge_collects_the_signature_header_the_configuration_names_once() {
 }
 
 #[wasm_bindgen_test(unsupported = test)]
+fn a_form_body_that_grows_past_the_item_size_is_413_at_once() {
+    use crate::auth::{body_signature_headers, BodySignature};
+    use crate::profile::sender::SenderAuth;
+    let (mut policy, _) = every_profile();
+    policy.max_body_bytes = DEFAULT_MAX_BODY_BYTES;
+    let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
+    let SenderAuth::BodySigned { scheme, .. } = Profile::Formstack.auth() else { unreachable!("a form backend") };
+    let config = BodySignature::new(scheme, alloc::vec![]);
+    let step = |body: &str| {
+        let mut pairs: Vec<(String, String)> =
+            alloc::vec![("Content-Type".into(), "application/x-www-form-urlencoded".into())];
+        pairs.extend(body_signature_headers(&config, &secret, &Headers::default(), body.as_bytes(), NOW));
+        let headers = Headers::new(pairs);
+        let delivery = Delivery {
+            profile: Profile::Formstack,
+            headers: &headers,
+            body: body.as_bytes(),
+            request_id: "r",
+            now_millis: NOW,
+        };
+        receive(&policy, &delivery)
+    };
+    // Within the body limit, but each `%01` (3 bytes) is `\u0001` (6) once stored as JSON.
+    let fill = |n: usize| alloc::format!("UniqueID=u-9&Message={}", "%01".repeat(n));
+    let grown = fill((DEFAULT_MAX_BODY_BYTES - 30) / 3);
+    assert!(grown.len() <= DEFAULT_MAX_BODY_BYTES);
+    assert_eq!(step(&grown), Step::Respond(Outcome::PayloadTooLarge(TooLarge::Item), Some("u-9".into())));
+    // Half of it fits.
+    assert!(matches!(step(&fill(DEFAULT_MAX_BODY_BYTES / 6)), Step::Store(_)));
+}
+
+#[wasm_bindgen_test(unsupported = test)]
 fn form_encoded_bodies_only_where_the_sender_posts_them() {
     use crate::auth::{body_signature_headers, BodySignature};
     use crate::profile::sender::SenderAuth;

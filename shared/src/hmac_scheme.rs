@@ -1,5 +1,6 @@
 //! Form backends' HMAC-SHA256 signatures as plain data: where each vendor puts the tag, how it
-//! writes it, and what it covers besides the raw body. [`crate::auth`] checks them.
+//! writes it, and what it covers besides the raw body. [`crate::auth`] checks them. Plain
+//! values that depend on nothing, so a profile's declaration sits low in the house.
 
 /// How a tag is written in its header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,10 +21,10 @@ pub enum Covers {
     /// and `Framer-Webhook-Submission-Id`). No timestamp either.
     BodyThenHeader(&'static str),
     /// `{timestamp}:{body}`, the timestamp this header's value in milliseconds since the epoch,
-    /// within [`super::SIGNATURE_TOLERANCE_SECS`] of now (Webflow: `x-webflow-timestamp`).
+    /// within [`crate::auth::SIGNATURE_TOLERANCE_SECS`] of now (Webflow: `x-webflow-timestamp`).
     MillisHeaderColonBody(&'static str),
     /// The signature header is `t=<unix seconds>,v1=<tag>[,v1=<tag>...]`, covering
-    /// `{t}.{body}`, `t` within [`super::SIGNATURE_TOLERANCE_SECS`] of now (Formspree).
+    /// `{t}.{body}`, `t` within [`crate::auth::SIGNATURE_TOLERANCE_SECS`] of now (Formspree).
     InlineSecondsDotBody,
 }
 
