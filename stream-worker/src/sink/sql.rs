@@ -84,16 +84,44 @@ impl SqlSink {
             std::fs::create_dir_all(parent)?;
         }
         let connection = rusqlite::Connection::open(path)?;
-        // WAL lets readers (a dashboard, `make demo`) look while the worker writes.
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        connection.busy_timeout(std::time::Duration::from_secs(5))?;
-        connection.execute(SQLITE_SCHEMA, [])?;
+        connection.busy_timeout(SQLITE_OPEN_WAIT)?;
+        // WAL lets readers (a dashboard, `make demo`) look while the worker writes. Another
+        // process opening the same new file at once (an operator's two redrives, the poller
+        // and a redrive) may be refused here at once, busy timeout or not: both read the file,
+        // both want it alone to turn on WAL, and SQLite refuses one rather than deadlock. So
+        // the setup is tried again until the other is done.
+        retry_while_busy(SQLITE_OPEN_WAIT, || {
+            connection.pragma_update(None, "journal_mode", "WAL")?;
+            connection.execute(SQLITE_SCHEMA, []).map(|_| ())
+        })?;
         Ok(SqlSink::Sqlite(Mutex::new(connection)))
     }
 
     /// PostgreSQL at `target`; nothing is opened until the first lead.
     pub fn postgres(target: PostgresTarget) -> SqlSink {
         SqlSink::Postgres { target, connection: tokio::sync::Mutex::default() }
+    }
+}
+
+/// How long opening a SQLite file waits for another process that holds it.
+const SQLITE_OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `setup` again while SQLite answers busy (refused at once to avoid a deadlock), for up to
+/// `wait`; any other answer, or the last busy one, is returned.
+fn retry_while_busy(
+    wait: std::time::Duration,
+    mut setup: impl FnMut() -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match setup() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -425,6 +453,64 @@ mod tests {
         drop((sink, other));
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[test]
+    fn a_busy_setup_is_tried_again_until_it_passes_or_the_wait_ends() {
+        let error = |code| Err(rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None));
+        let wait = std::time::Duration::from_millis(200);
+        // Busy twice, then through: three tries.
+        let mut tries = 0;
+        let answer = retry_while_busy(wait, || {
+            tries += 1;
+            if tries < 3 {
+                error(rusqlite::ffi::SQLITE_BUSY)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!((answer.is_ok(), tries), (true, 3));
+        // Any other error at once: one try.
+        let mut tries = 0;
+        let answer = retry_while_busy(wait, || {
+            tries += 1;
+            error(rusqlite::ffi::SQLITE_CORRUPT)
+        });
+        assert_eq!((answer.is_err(), tries), (true, 1));
+        // Busy for good: tried until the wait ends, then the busy answer.
+        let (started, mut tries) = (std::time::Instant::now(), 0);
+        let answer = retry_while_busy(wait, || {
+            tries += 1;
+            error(rusqlite::ffi::SQLITE_BUSY)
+        });
+        let busy =
+            matches!(answer, Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::DatabaseBusy);
+        assert!(busy && tries > 1 && started.elapsed() >= wait, "{tries} tries");
+    }
+
+    #[test]
+    fn connections_opening_one_new_sqlite_file_at_once_all_open_it() {
+        // Two processes opening one new file at once (tests/it/operate_faults.rs's two
+        // redrives): each reads it, then wants it alone to turn on WAL, and SQLite refuses one
+        // of them at once, without its busy timeout, rather than deadlock.
+        for round in 0..20 {
+            let path = std::env::temp_dir().join(format!("sql-open-{}-{round}.db", std::process::id()));
+            let _ = std::fs::remove_file(&path);
+            let opened: Vec<Result<(), String>> = std::thread::scope(|scope| {
+                let openers: Vec<_> = (0..6)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            SqlSink::sqlite(&path.display().to_string()).map(|_| ()).map_err(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                openers.into_iter().map(|o| o.join().unwrap()).collect()
+            });
+            assert_eq!(opened, vec![Ok(()); 6], "round {round}");
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
         }
     }
 
