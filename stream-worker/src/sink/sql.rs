@@ -113,16 +113,21 @@ fn retry_while_busy(
     mut setup: impl FnMut() -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     let deadline = std::time::Instant::now() + wait;
-    loop {
-        match setup() {
+    // Bounded in tries as well (one per 20 ms of the wait), so it ends whatever the clock says.
+    let tries = wait.as_millis() / 20 + 1;
+    let mut answer = setup();
+    for _ in 1..tries {
+        match &answer {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
             {
                 std::thread::sleep(std::time::Duration::from_millis(20));
+                answer = setup();
             }
-            other => return other,
+            _ => break,
         }
     }
+    answer
 }
 
 /// A new connection with the schema in place.
