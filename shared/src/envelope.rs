@@ -157,10 +157,13 @@ pub(crate) fn parse_object_or_form(body: &[u8], form: bool) -> Result<Json, Enve
 }
 
 /// The identity at `value`: a string that [`is_valid_submission_id`] accepts, or a whole
-/// number as it is written (some senders' IDs are numbers).
+/// number as it is written (some senders' IDs are numbers), held to the same length.
 pub(crate) fn identity_or_number(value: Option<&Json>) -> Result<String, EnvelopeError> {
     match value {
-        Some(Json::Number(n)) if n.as_str().bytes().all(|b| b.is_ascii_digit()) => Ok(String::from(n.as_str())),
+        Some(Json::Number(n)) if n.as_str().bytes().all(|b| b.is_ascii_digit()) => {
+            let id = n.as_str();
+            is_valid_submission_id(id).then(|| String::from(id)).ok_or(EnvelopeError::InvalidSubmissionId)
+        }
         other => identity(other),
     }
 }
@@ -207,6 +210,20 @@ mod tests {
         let envelope = parse_envelope(body.as_bytes()).unwrap();
         assert_eq!(envelope.submission_id, "sub_8fK2qLw9Xc");
         assert_eq!(envelope.form_data().and_then(|f| f.get("name")).and_then(Json::as_str), Some("Ada Lovelace"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_numeric_identity_is_held_to_an_identity_s_length() {
+        let id = |text: &str| identity_or_number(Some(&json::parse(text.as_bytes()).unwrap()));
+        assert_eq!(id("1500878955"), Ok("1500878955".into()));
+        assert_eq!(id("12345678901234567890123456789012345678901234567890"), Ok("1234567890".repeat(5)));
+        assert_eq!(id(&"7".repeat(MAX_SUBMISSION_ID_LEN)), Ok("7".repeat(MAX_SUBMISSION_ID_LEN)));
+        // Past 1,024 digits the key would pass DynamoDB's 2,048-byte partition key: refused now,
+        // never a store error on every retry.
+        assert_eq!(id(&"7".repeat(MAX_SUBMISSION_ID_LEN + 1)), Err(EnvelopeError::InvalidSubmissionId));
+        for not_whole in ["-1", "1.5", "1e3", "null", "true", "[]"] {
+            assert_eq!(id(not_whole), Err(EnvelopeError::MissingSubmissionId), "{not_whole}");
+        }
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -198,14 +198,14 @@ fn label(field: &str) -> String {
 }
 
 /// A field's value without the sender's wrapping: `{"value": v, "field_type": t}` is `v`; a name
-/// in parts (`{"first": .., "last": ..}`, maybe with `prefix`, `middle`, `suffix`) is its parts
+/// in parts (`{"first": .., "last": ..}`, maybe with `prefix`, `initial`, `middle`, `suffix`) is its parts
 /// joined by spaces; anything else as it is.
 fn plain(value: &Json) -> Json {
     let Json::Object(members) = value else { return value.clone() };
     if let (Some(inner), Some(_)) = (members.get("value"), members.get("field_type")) {
         return plain(inner);
     }
-    let name_parts = ["prefix", "first", "middle", "last", "suffix"];
+    let name_parts = ["prefix", "first", "initial", "middle", "last", "suffix"];
     if members.contains_key("first") && members.keys().all(|k| name_parts.contains(&k.as_str()) || k == "field_type") {
         let joined: Vec<&str> = name_parts
             .iter()

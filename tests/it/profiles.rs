@@ -268,19 +268,8 @@ async fn form_encoded_and_timed_deliveries_through_the_worker_are_read_as_their_
 
     // Webflow's timestamp is in milliseconds; one six minutes old is refused.
     let webflow_body = senders::body(Profile::Webflow, "wf-stale", "late");
-    let stale = (tests::delivery::now_secs() - 360) * 1000;
-    let tag: String = hmac_sha256::HMAC::mac(
-        [format!("{stale}:").as_bytes(), &webflow_body].concat(),
-        senders::secret(Profile::Webflow).as_bytes(),
-    )
-    .iter()
-    .map(|b| format!("{b:02x}"))
-    .collect();
-    let late = [
-        ("Content-Type".to_owned(), "application/json".to_owned()),
-        ("x-webflow-timestamp".to_owned(), stale.to_string()),
-        ("x-webflow-signature".to_owned(), tag),
-    ];
+    let late =
+        senders::headers_at(Profile::Webflow, "wf-stale", &webflow_body, None, tests::delivery::now_secs() - 360);
     assert_eq!(p.send_with(Profile::Webflow, &late, &webflow_body).status, 401);
 
     let stored: Vec<String> = p.receipts().into_keys().collect();

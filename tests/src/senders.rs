@@ -55,6 +55,12 @@ pub fn body(profile: Profile, id: &str, answer: &str) -> Vec<u8> {
 /// libraries that are not the core's: the reference `standardwebhooks` crate, and an HMAC of
 /// its own for body signatures.
 pub fn headers(profile: Profile, id: &str, body: &[u8], secret: Option<&str>) -> Vec<(String, String)> {
+    headers_at(profile, id, body, secret, crate::delivery::now_secs())
+}
+
+/// [`headers`] as the sender would have signed them at `now` (Unix seconds): a stale or future
+/// delivery, for the schemes that sign a time.
+pub fn headers_at(profile: Profile, id: &str, body: &[u8], secret: Option<&str>, now: u64) -> Vec<(String, String)> {
     let example = sender(profile).example(id, "");
     let mut headers: Vec<(String, String)> =
         example.headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
@@ -62,14 +68,14 @@ pub fn headers(profile: Profile, id: &str, body: &[u8], secret: Option<&str>) ->
     match sender(profile).auth() {
         SenderAuth::StaticForms => headers.push(("Authorization".into(), format!("Bearer {secret}"))),
         SenderAuth::StandardWebhooks { .. } => {
-            let now = i64::try_from(crate::delivery::now_secs()).unwrap();
+            let now = i64::try_from(now).unwrap();
             let signer = standardwebhooks::Webhook::new(&secret).unwrap();
             let message_id = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("webhook-id")).unwrap().1.clone();
             headers.push(("webhook-timestamp".into(), now.to_string()));
             headers.push(("webhook-signature".into(), signer.sign(&message_id, now, body).unwrap()));
         }
         SenderAuth::BodySigned { scheme, .. } => {
-            headers.extend(form_backend_signature(scheme, &secret, &headers, body))
+            headers.extend(form_backend_signature(scheme, &secret, &headers, body, now))
         }
     }
     headers
@@ -84,8 +90,8 @@ fn form_backend_signature(
     secret: &str,
     others: &[(String, String)],
     body: &[u8],
+    now: u64,
 ) -> Vec<(String, String)> {
-    let now = crate::delivery::now_secs();
     let mut mac = hmac_sha256::HMAC::new(secret.as_bytes());
     let mut signed = Vec::new();
     match scheme.covers {

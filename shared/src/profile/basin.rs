@@ -94,8 +94,8 @@ impl Sender for Basin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, AuthMethod, AuthPolicy, BodySignature};
-    use crate::secret::SigningSecret;
+    use crate::auth::{AuthError, AuthMethod};
+    use crate::profile::sender::Signed;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     const EXAMPLE: &str = include_str!("../../tests/fixtures/basin.json");
@@ -141,10 +141,8 @@ mod tests {
     fn the_signature_is_of_the_raw_body() {
         // `"sha256=" + hmac.new(b"basin-secret", body, "sha256").hexdigest()` in Python.
         let good = "sha256=656f50cf0a7978efd433eb2fad5b6fecc1399695c2e8e0e87f2172b0ebd98d9d";
-        let SenderAuth::BodySigned { scheme, .. } = Basin.auth() else { unreachable!() };
-        let secret = SigningSecret::plain("basin-secret").unwrap();
-        let policy = AuthPolicy { body_signature: Some(BodySignature::new(scheme, alloc::vec![secret])), ..AuthPolicy::default() };
-        let check = |value: &str, body: &str| policy.authenticate(&Headers::new([("X-Basin-Signature", value)]), body.as_bytes(), 0);
+        let signer = Signed::new(&Basin, "basin-secret");
+        let check = |value: &str, body: &str| signer.check(&[("X-Basin-Signature", value)], body.as_bytes(), 0);
         assert_eq!(check(good, EXAMPLE), Ok(AuthMethod::BodySignature));
         assert_eq!(check(good, &EXAMPLE.replace("Hello", "Hallo")), Err(AuthError::BadSignature));
         assert_eq!(check(&good[7..], EXAMPLE), Err(AuthError::BadSignature), "the prefix is required");

@@ -97,9 +97,9 @@ impl Sender for Formspree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, AuthMethod, AuthPolicy, BodySignature};
+    use crate::auth::{AuthError, AuthMethod};
     use crate::decision::Outcome;
-    use crate::secret::SigningSecret;
+    use crate::profile::sender::Signed;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     const EXAMPLE: &str = include_str!("../../tests/fixtures/formspree.json");
@@ -144,14 +144,10 @@ mod tests {
         // `hmac.new(b"formspree-secret", b"1796019713." + body, "sha256").hexdigest()` in Python.
         let body = br#"{"form":"x","submission":{"submissionId":"s-1"}}"#;
         let tag = "6437e0b30d08f11aabffa9c4bba0b5d223e7e967ee66e21235fc4aa0b742465e";
-        let SenderAuth::BodySigned { scheme, .. } = Formspree.auth() else { unreachable!() };
-        let secret = SigningSecret::plain("formspree-secret").unwrap();
-        let config = BodySignature::new(scheme, alloc::vec![secret.clone()]);
+        let signer = Signed::new(&Formspree, "formspree-secret");
         let good = alloc::format!("t=1796019713,v1={tag}");
-        let signed = crate::auth::body_signature_headers(&config, &secret, &Headers::default(), body, 1_796_019_713_000);
-        assert_eq!(signed, [(String::from(SIGNATURE_HEADER), good.clone())]);
-        let policy = AuthPolicy { body_signature: Some(config), ..AuthPolicy::default() };
-        let check = |value: &str, now: i64| policy.authenticate(&Headers::new([("Formspree-Signature", value)]), body, now);
+        assert_eq!(signer.headers(&[], body, 1_796_019_713_000), [(String::from(SIGNATURE_HEADER), good.clone())]);
+        let check = |value: &str, now: i64| signer.check(&[("Formspree-Signature", value)], body, now);
         assert_eq!(check(&good, 1_796_019_713), Ok(AuthMethod::BodySignature));
         assert_eq!(check(&alloc::format!("v1=00, t=1796019713, v1={tag}"), 1_796_019_713), Ok(AuthMethod::BodySignature));
         assert_eq!(check(&alloc::format!("t=1796019713,v0=ab,v1={tag}"), 1_796_019_713 + 300), Ok(AuthMethod::BodySignature));

@@ -59,25 +59,29 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
     Ok(object_lead(receipt.key.clone(), &fields, &["FormID", "UniqueID", HANDSHAKE_FIELD]))
 }
 
+/// The subfields Formstack's compound fields have (a name's and an address's).
+const SUBFIELDS: [&str; 12] =
+    ["prefix", "first", "initial", "middle", "last", "suffix", "address", "address2", "city", "state", "zip", "country"];
+
 /// A form-encoded compound value (`first = Ada\nlast = Lovelace`, one subfield a line, as
-/// Formstack documents) as an object of its parts; with field types on, a value's `field_type =`
-/// line is left out, and a field that is then only `value = ...` is that text (a textarea's
-/// lines included). Anything else, a one-line text such as `total = 5` included, as it is.
+/// Formstack documents) as an object of its parts, and with field types on, a value written
+/// `value = ...` over a `field_type = ...` line as that text. Anything else as the visitor typed
+/// it: a line such as `total = 5`, a text that starts `value = ` with no type after it, lines
+/// named other than Formstack's subfields.
 fn subfields(value: &Json) -> Json {
     let Json::String(text) = value else { return value.clone() };
-    let text = match text.rsplit_once("\nfield_type = ") {
-        Some((rest, kind)) if !kind.contains('\n') => rest,
-        _ => text.as_str(),
-    };
-    if let Some(plain) = text.strip_prefix("value = ") {
+    let typed = text
+        .rsplit_once("\nfield_type = ")
+        .filter(|(_, kind)| !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    if let Some(plain) = typed.and_then(|(rest, _)| rest.strip_prefix("value = ")) {
         return Json::string(plain);
     }
-    let parts: Option<BTreeMap<String, Json>> = text
+    let lines = typed.map_or(text.as_str(), |(rest, _)| rest);
+    let parts: Option<BTreeMap<String, Json>> = lines
         .split('\n')
         .map(|line| {
             let (part, value) = line.split_once(" = ")?;
-            let named = !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-            named.then(|| (String::from(part), Json::string(value)))
+            SUBFIELDS.contains(&part).then(|| (String::from(part), Json::string(value)))
         })
         .collect();
     match parts {
@@ -130,8 +134,8 @@ impl Sender for Formstack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{AuthError, AuthMethod, AuthPolicy, BodySignature};
-    use crate::secret::SigningSecret;
+    use crate::auth::{AuthError, AuthMethod};
+    use crate::profile::sender::Signed;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     const EXAMPLE: &str = include_str!("../../tests/fixtures/formstack.txt");
@@ -181,7 +185,8 @@ mod tests {
         let body = "UniqueID=9&Name=first+%3D+Ada%0Alast+%3D+Lovelace%0Afield_type+%3D+name\
             &Message=value+%3D+line+one%0Aline+two%0Afield_type+%3D+textarea\
             &Address=address+%3D+1+Main+St%0Aaddress2+%3D+Flat+2%0Acity+%3D+Leeds\
-            &Note=total+%3D+5&Email=value+%3D+ada%40example.com%0Afield_type+%3D+email";
+            &Note=total+%3D+5&Email=value+%3D+ada%40example.com%0Afield_type+%3D+email\
+            &Said=value+%3D+as+typed&Pair=a+%3D+b%0Ac+%3D+d";
         let envelope = form(body).unwrap();
         let receipt = Receipt::new(&envelope, Profile::Formstack.key("9"), "r", 0, 1);
         let lead = lead(&receipt).unwrap();
@@ -191,7 +196,7 @@ mod tests {
         );
         assert_eq!(
             Json::Object(lead.extra).to_text(),
-            r#"{"Address":{"address":"1 Main St","address2":"Flat 2","city":"Leeds"},"Note":"total = 5"}"#
+            r#"{"Address":{"address":"1 Main St","address2":"Flat 2","city":"Leeds"},"Note":"total = 5","Pair":"a = b\nc = d","Said":"value = as typed"}"#
         );
     }
 
@@ -201,19 +206,13 @@ mod tests {
         // `test1`, `x-fs-signature: sha256=<hex>` of the raw body; recomputed with openssl.
         let body = b"FormID=6606394&UniqueID=1500878955&HandshakeKey=test";
         let good = "sha256=30dff7f180b6d69eab397a5d51719474df490b730514c253e8b5832d3b51b970";
-        let SenderAuth::BodySigned { scheme, .. } = Formstack.auth() else { unreachable!() };
-        let secret = SigningSecret::plain("test1").unwrap();
-        let policy = |header: &str| AuthPolicy {
-            body_signature: Some(BodySignature { header: header.into(), ..BodySignature::new(scheme, alloc::vec![secret.clone()]) }),
-            ..AuthPolicy::default()
-        };
-        let check = |policy: &AuthPolicy, name: &str, value: &str| policy.authenticate(&Headers::new([(name, value)]), body, 0);
-        let standard = policy(SIGNATURE_HEADER);
+        let check = |signer: &Signed, name: &str, value: &str| signer.check(&[(name, value)], body, 0);
+        let standard = Signed::new(&Formstack, "test1");
         assert_eq!(check(&standard, "X-FS-Signature", good), Ok(AuthMethod::BodySignature));
         assert_eq!(check(&standard, "X-FS-Signature", &good[7..]), Ok(AuthMethod::BodySignature), "bare hex too");
         assert_eq!(check(&standard, "X-FS-Signature", &good.replace("30df", "30de")), Err(AuthError::BadSignature));
         // The webhook may name another header: then that one is read, and X-FS-Signature is not.
-        let custom = policy("x-my-signature");
+        let custom = Signed::new(&Formstack, "test1").in_header("x-my-signature");
         assert_eq!(check(&custom, "X-My-Signature", good), Ok(AuthMethod::BodySignature));
         assert_eq!(check(&custom, "X-FS-Signature", good), Err(AuthError::MissingCredentials));
         assert_eq!(form(core::str::from_utf8(body).unwrap()).map(|e| e.submission_id), Ok("1500878955".into()));

@@ -89,9 +89,9 @@ impl Sender for Framer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{body_signature_headers, AuthError, AuthMethod, AuthPolicy, BodySignature};
+    use crate::auth::{AuthError, AuthMethod};
     use crate::envelope::EnvelopeError;
-    use crate::secret::SigningSecret;
+    use crate::profile::sender::Signed;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     const EXAMPLE: &str = include_str!("../../tests/fixtures/framer.json");
@@ -123,13 +123,10 @@ mod tests {
     fn the_signature_covers_the_body_then_the_submission_id() {
         // `"sha256=" + hmac.new(secret, body + submission_id, "sha256").hexdigest()` in Python.
         let good = "sha256=f44d11ead998f1abc2504005d51504137eaa5bdf7cab082d10df73c854e155ac";
-        let SenderAuth::BodySigned { scheme, .. } = Framer.auth() else { unreachable!() };
-        let secret = SigningSecret::plain("framer-secret-of-at-least-32-characters").unwrap();
-        let config = BodySignature::new(scheme, alloc::vec![secret.clone()]);
-        let signed = body_signature_headers(&config, &secret, &headers(ID), EXAMPLE.as_bytes(), 0);
+        let signer = Signed::new(&Framer, "framer-secret-of-at-least-32-characters");
+        let signed = signer.headers(&[(SUBMISSION_HEADER, ID)], EXAMPLE.as_bytes(), 0);
         assert_eq!(signed, [(String::from(SIGNATURE_HEADER), String::from(good))]);
-        let policy = AuthPolicy { body_signature: Some(config), ..AuthPolicy::default() };
-        let check = |pairs: &[(&str, &str)]| policy.authenticate(&Headers::new(pairs.iter().copied()), EXAMPLE.as_bytes(), 0);
+        let check = |pairs: &[(&str, &str)]| signer.check(pairs, EXAMPLE.as_bytes(), 0);
         assert_eq!(check(&[("Framer-Signature", good), ("Framer-Webhook-Submission-Id", ID)]), Ok(AuthMethod::BodySignature));
         // Another submission's ID under the same body: the tag no longer matches.
         let other = "1fbbb90e-564b-4870-ac8b-78f9bc4e44a6";

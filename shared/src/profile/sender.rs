@@ -154,6 +154,46 @@ pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
     text.replace(from, &quoted)
 }
 
+/// One profile's form-backend signature with one secret, for the profiles' own tests: the
+/// headers the core's signer writes, and what the check answers.
+#[cfg(test)]
+pub(crate) struct Signed(crate::auth::AuthPolicy, crate::secret::SigningSecret);
+
+#[cfg(test)]
+impl Signed {
+    /// `sender`'s scheme (a form backend's) keyed by `secret`'s text.
+    pub(crate) fn new(sender: &dyn Sender, secret: &str) -> Signed {
+        let SenderAuth::BodySigned { scheme, .. } = sender.auth() else { panic!("not a form backend's signature") };
+        let secret = crate::secret::SigningSecret::plain(secret).expect("a secret");
+        let config = crate::auth::BodySignature::new(scheme, alloc::vec![secret.clone()]);
+        Signed(crate::auth::AuthPolicy { body_signature: Some(config), ..Default::default() }, secret)
+    }
+
+    /// The same, read from `header` instead (Formstack's user may name one).
+    pub(crate) fn in_header(mut self, header: &str) -> Signed {
+        if let Some(config) = self.0.body_signature.as_mut() {
+            config.header = header.into();
+        }
+        self
+    }
+
+    /// The headers the core's signer writes for `body` at `now_millis`, beside `others`.
+    pub(crate) fn headers(&self, others: &[(&str, &str)], body: &[u8], now_millis: u64) -> Vec<(String, String)> {
+        let config = self.0.body_signature.as_ref().expect("a signature");
+        crate::auth::body_signature_headers(config, &self.1, &Headers::new(others.iter().copied()), body, now_millis)
+    }
+
+    /// What the check answers for `headers` and `body` at `now_secs`.
+    pub(crate) fn check(
+        &self,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<crate::auth::AuthMethod, crate::auth::AuthError> {
+        self.0.authenticate(&Headers::new(headers.iter().copied()), body, now_secs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use wasm_bindgen_test::wasm_bindgen_test;

@@ -5,7 +5,9 @@
 //! - Authentication: `x-webflow-signature`, the hex HMAC-SHA256 of
 //!   `{x-webflow-timestamp}:{raw body}` under the webhook's secret (its text is the key), the
 //!   timestamp in milliseconds and within the five minutes Webflow advises.
-//! - Identity: `payload.id` (a string, or a whole number as written).
+//! - Identity: `payload.id`, the form submission's ID (a string, or a whole number as written;
+//!   Webflow's v1 reference calls the same value, `6321ca84df3949bfc6752327` in both examples,
+//!   "the id of the form submission").
 //! - Body: `triggerType` is `form_submission`; `payload.data`, when present, is an object.
 //! - Fingerprint: `payload.data`, canonical: what the visitor submitted.
 //! - Acknowledgement: 200, for a new receipt too: Webflow counts any other answer as a failure
@@ -96,9 +98,10 @@ impl Sender for Webflow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{body_signature_headers, AuthError, AuthMethod, AuthPolicy, BodySignature};
-    use crate::secret::SigningSecret;
+    use crate::auth::{AuthError, AuthMethod};
+    use crate::profile::sender::Signed;
     use alloc::string::String;
+    use alloc::vec::Vec;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     const EXAMPLE: &str = include_str!("../../tests/fixtures/webflow.json");
@@ -131,32 +134,27 @@ mod tests {
         // computed with Python's hmac (`hmac.new(b"webflow-secret", b"1663849649733:" + body,
         // "sha256").hexdigest()`).
         let body = br#"{"triggerType":"form_submission","payload":{"id":"6321ca84df3949bfc6752327"}}"#;
-        let SenderAuth::BodySigned { scheme, .. } = Webflow.auth() else { unreachable!() };
-        let secret = SigningSecret::plain("webflow-secret").unwrap();
-        let policy = AuthPolicy { body_signature: Some(BodySignature::new(scheme, alloc::vec![secret.clone()])), ..AuthPolicy::default() };
+        let signer = Signed::new(&Webflow, "webflow-secret");
         let tag = "c6eba7f1fa1308e4581c44a05e9fa03a812c5ff637fbeeb17b23caee40e4b367";
-        let signed = [
-            (String::from(SIGNATURE_HEADER), String::from(tag)),
-            (String::from(TIMESTAMP_HEADER), String::from("1663849649733")),
-        ];
-        let config = policy.body_signature.as_ref().unwrap();
-        assert_eq!(body_signature_headers(config, &secret, &Headers::default(), body, 1_663_849_649_733), signed);
-        let headers = Headers::new(signed.clone());
-        let upper = Headers::new([(SIGNATURE_HEADER, tag.to_uppercase().as_str()), (TIMESTAMP_HEADER, "1663849649733")]);
-        assert_eq!(policy.authenticate(&upper, body, 1_663_849_649), Ok(AuthMethod::BodySignature), "hex in either case");
-        assert_eq!(policy.authenticate(&headers, body, 1_663_849_649), Ok(AuthMethod::BodySignature));
+        let (ts, now) = ("1663849649733", 1_663_849_649);
+        let signed = [(SIGNATURE_HEADER, tag), (TIMESTAMP_HEADER, ts)];
+        let written: Vec<(&str, &str)> = signed.iter().map(|&(n, v)| (n, v)).collect();
+        let ours = signer.headers(&[], body, 1_663_849_649_733);
+        assert_eq!(ours.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect::<Vec<_>>(), written);
+        let upper = tag.to_uppercase();
+        assert_eq!(signer.check(&[(SIGNATURE_HEADER, &upper), (TIMESTAMP_HEADER, ts)], body, now), Ok(AuthMethod::BodySignature), "hex in either case");
+        assert_eq!(signer.check(&signed, body, now), Ok(AuthMethod::BodySignature));
         // Five minutes either way, by the millisecond timestamp's seconds.
-        assert_eq!(policy.authenticate(&headers, body, 1_663_849_649 + 300), Ok(AuthMethod::BodySignature));
-        assert_eq!(policy.authenticate(&headers, body, 1_663_849_649 + 301), Err(AuthError::SignatureTimestampOutOfRange));
-        assert_eq!(policy.authenticate(&headers, body, 1_663_849_649 - 301), Err(AuthError::SignatureTimestampOutOfRange));
+        assert_eq!(signer.check(&signed, body, now + 300), Ok(AuthMethod::BodySignature));
+        assert_eq!(signer.check(&signed, body, now + 301), Err(AuthError::SignatureTimestampOutOfRange));
+        assert_eq!(signer.check(&signed, body, now - 301), Err(AuthError::SignatureTimestampOutOfRange));
         // The timestamp is part of what is signed; seconds instead of milliseconds are out of range.
-        let moved = Headers::new([(signed[0].0.clone(), signed[0].1.clone()), (String::from(TIMESTAMP_HEADER), String::from("1663849649734"))]);
-        assert_eq!(policy.authenticate(&moved, body, 1_663_849_649), Err(AuthError::BadSignature));
-        let seconds = Headers::new([(signed[0].0.clone(), signed[0].1.clone()), (String::from(TIMESTAMP_HEADER), String::from("1663849649"))]);
-        assert_eq!(policy.authenticate(&seconds, body, 1_663_849_649), Err(AuthError::SignatureTimestampOutOfRange));
-        let untimed = Headers::new([(signed[0].0.clone(), signed[0].1.clone())]);
-        assert_eq!(policy.authenticate(&untimed, body, 1_663_849_649), Err(AuthError::MalformedSignatureHeaders));
-        assert_eq!(policy.authenticate(&headers, &body[1..], 1_663_849_649), Err(AuthError::BadSignature));
+        let moved = [(SIGNATURE_HEADER, tag), (TIMESTAMP_HEADER, "1663849649734")];
+        assert_eq!(signer.check(&moved, body, now), Err(AuthError::BadSignature));
+        let seconds = [(SIGNATURE_HEADER, tag), (TIMESTAMP_HEADER, "1663849649")];
+        assert_eq!(signer.check(&seconds, body, now), Err(AuthError::SignatureTimestampOutOfRange));
+        assert_eq!(signer.check(&[(SIGNATURE_HEADER, tag)], body, now), Err(AuthError::MalformedSignatureHeaders));
+        assert_eq!(signer.check(&signed, &body[1..], now), Err(AuthError::BadSignature));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

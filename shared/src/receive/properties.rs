@@ -10,7 +10,7 @@ use crate::envelope::{parse_envelope, EnvelopeError};
 use crate::json::{parse, parse_wire, Json, JsonError};
 use crate::key::expected_key;
 use crate::profile::registry::{lead_from_receipt, LeadMapping};
-use crate::profile::sender::SenderAuth;
+use crate::profile::sender::{form_encode, SenderAuth};
 use crate::secret::Credential;
 use crate::store::classify_put;
 use crate::stream::{decide, NewImage, RecordAction};
@@ -280,13 +280,6 @@ const OTHER_PROFILES: [Profile; 8] = [
     Profile::Formstack,
 ];
 
-/// `text` percent-encoded as a form field (every byte but letters and digits escaped).
-fn form_escaped(text: &str) -> String {
-    text.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() { format!("{}", char::from(b)) } else { format!("%{b:02X}") })
-        .collect()
-}
-
 /// A delivery to `profile` (not Static Forms) carrying `id` as its identity and `form` as the
 /// respondent's content, padded; signed as the sender signs.
 fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pad: usize) -> (Headers, String) {
@@ -312,7 +305,7 @@ fn profile_delivery(profile: Profile, id_literal: &str, id: &str, form: &str, pa
         ),
         _ => {
             content_type = "application/x-www-form-urlencoded";
-            format!("UniqueID={}&f={}&Email=a%40example.com&pad={pad}", form_escaped(id), form_escaped(form))
+            format!("UniqueID={}&f={}&Email=a%40example.com&pad={pad}", form_encode(id), form_encode(form))
         }
     };
     let secret = crate::secret::SigningSecret::plain("form-secret").unwrap();
