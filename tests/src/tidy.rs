@@ -98,6 +98,36 @@ mod rules {
         if auth.contains("impl PartialEq for Tag") || !block(&auth, "impl Tag").is_some_and(|b| b.contains("ct_eq")) {
             problems.push("`Tag` must compare only through ct_eq, with no PartialEq".into());
         }
+        // Bearer tokens, Basic pairs and custom header values all go through `matches_any`, which
+        // compares the presented value's digest with every accepted one, in constant time and
+        // without stopping at the first match (no `==`, no short-circuit).
+        match block(&secret, "pub fn matches_any") {
+            None => problems.push("no `pub fn matches_any` in secret.rs".into()),
+            Some(body) => {
+                if !body.contains("ct_eq") {
+                    problems.push("`matches_any` must compare with ct_eq".into());
+                }
+                for early in ["==", "!=", "||", "&&", ".any(", ".find(", ".position(", "return", "break", "?;"] {
+                    if body.contains(early) {
+                        problems.push(format!(
+                            "`matches_any` holds `{early}`: it would not compare every value in constant time"
+                        ));
+                    }
+                }
+            }
+        }
+        for check in ["fn check_bearer", "fn check_basic", "fn check_header"] {
+            if !block_in_impl(&auth, check).is_some_and(|b| b.contains("matches_any(")) {
+                problems.push(format!("auth.rs `{check}` must compare through matches_any"));
+            }
+        }
         assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// The text of the method `fn_line` inside an impl, up to its closing line `    }`.
+    fn block_in_impl<'a>(text: &'a str, fn_line: &str) -> Option<&'a str> {
+        let start = text.find(fn_line)?;
+        let end = text[start..].find("\n    }\n").map_or(text.len(), |e| start + e);
+        Some(&text[start..end])
     }
 }
