@@ -1,12 +1,16 @@
 //! The SQL sinks' batches against real PostgreSQL: a stream batch's leads in one statement, a
-//! lead PostgreSQL refuses failing alone, and the statement counted by the database itself.
+//! lead PostgreSQL refuses failing alone, the statement counted by the database itself, and SQL's
+//! metacharacters stored as typed by both SQL sinks.
 
+use shared::json::Json;
+use shared::lead::Lead;
 use stream_worker::config::SinkConfig;
 use stream_worker::handler::Handler;
 use stream_worker::sink::postgres::PostgresTarget;
 use stream_worker::sink::{BatchItem, LeadSink, Sink, SinkError};
 use tests::aws::{put_item, receipt, sample_lead};
 use tests::postgres::Postgres;
+use tests::process::TempDir;
 use tests::worker::{self, World, TABLE};
 use tests::{delivery, now_millis};
 
@@ -147,4 +151,73 @@ async fn postgres_leads_that_must_go_alone_start_only_while_time_allows() {
     let rejected = SinkError::Permanent { reason: "sink_rejected" };
     assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Err(rejected)]);
     assert_eq!(counted(&postgres).await, (1, vec![("sub_clean".into(), 1)]));
+}
+
+/// A lead whose every field holds SQL's metacharacters (quotes, `;`, `--`, `\`, `$1`) and whose
+/// extra field holds a 1 MiB value: bound as parameters, each is stored as typed. With `nul`,
+/// a NUL byte too (SQLite stores it; PostgreSQL refuses it, held by the tests above).
+fn hostile_lead(id: &str, nul: bool) -> Lead {
+    let nasty = format!("O'Brien\"; DROP TABLE leads; -- \\' $1 ?1 %s{}", if nul { "\u{0}" } else { "" });
+    let mut lead = sample_lead(id);
+    lead.name = nasty.clone();
+    lead.email = "o'brien;--@example.com".into();
+    lead.message = format!("'); DELETE FROM leads WHERE ('1'='1\\{nasty}");
+    lead.extra.insert("x'); DROP TABLE leads; --".into(), Json::String("'".repeat(1 << 20)));
+    lead.extra.insert("note".into(), Json::String(nasty));
+    lead
+}
+
+/// The leads the table holds, as the worker wrote them: (external_id, name, email, message, extra).
+type Row = (String, String, String, String, serde_json::Value);
+
+fn as_row(lead: &Lead) -> Row {
+    let extra = serde_json::from_str(&Json::Object(lead.extra.clone()).to_text()).unwrap();
+    (lead.external_id.clone(), lead.name.clone(), lead.email.clone(), lead.message.clone(), extra)
+}
+
+#[tokio::test]
+async fn sql_metacharacters_and_a_megabyte_value_are_stored_as_typed_postgres() {
+    let (postgres, sink) = counted_postgres().await;
+    let leads =
+        [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; --", false), sample_lead("sub_c")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
+    assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");
+    let query = "SELECT external_id, name, email, message, extra::text FROM leads ORDER BY 1";
+    let rows = client(&postgres).await.query(query, &[]).await.unwrap();
+    let extra = |r: &tokio_postgres::Row| serde_json::from_str(r.get(4)).unwrap();
+    let rows: Vec<Row> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), extra(r))).collect();
+    assert_eq!(rows, leads.iter().map(as_row).collect::<Vec<_>>());
+    assert_eq!(counted(&postgres).await.0, 2, "the table and its trigger are still there");
+}
+
+#[tokio::test]
+async fn sql_metacharacters_a_nul_and_a_megabyte_value_are_stored_as_typed_sqlite() {
+    let dir = TempDir::new("metacharacters");
+    let path = dir.0.join("leads.db").display().to_string();
+    let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
+    let leads = [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; --", true), sample_lead("sub_c")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
+    assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let mut statement =
+        connection.prepare("SELECT external_id, name, email, message, extra FROM leads ORDER BY 1").unwrap();
+    let rows: Vec<Row> = statement
+        .query_map([], |r| {
+            let extra: String = r.get(4)?;
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, serde_json::from_str(&extra).unwrap()))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows, leads.iter().map(as_row).collect::<Vec<_>>());
+    let counts: Vec<i64> = connection
+        .prepare("SELECT upsert_count FROM leads ORDER BY external_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(counts, [1, 2, 1]);
 }
