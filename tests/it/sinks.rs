@@ -460,3 +460,29 @@ async fn through_the_handler_a_salesforce_refusal_fails_the_receipt_and_limits_n
     let written: Vec<&str> = state.leads.keys().map(String::as_str).collect();
     assert_eq!(written, ["sub_sfh_415", "sub_sfh_503", "sub_sfh_limit"]);
 }
+
+#[tokio::test]
+async fn a_non_ascii_submission_id_reaches_the_webhook_receiver_as_its_utf8_bytes() {
+    // Any text without a control character is a valid submission ID (shared/src/envelope.rs):
+    // accents, CJK, an emoji, `/`, `+`, `:`, `=`, a space and a no-break space (U+00A0).
+    let w = world().await;
+    let standin = WebhookStandIn::start();
+    let handler =
+        Handler { mapping: Default::default(), sink: webhook_sink(&standin.url()).await, receipts: w.receipts() };
+    let ids = ["sub_é/東京 +:=", "réponse 🚀", "sub\u{a0}nbsp"];
+    for id in ids {
+        w.deliver(id);
+    }
+    w.drain(&handler).await;
+    for id in ids {
+        w.assert_status(id, "COMPLETED", None);
+        let key = delivery::key(id);
+        let state = standin.state.lock().unwrap();
+        let sent: Vec<&tests::stub_http::StubRequest> =
+            state.accepted.iter().filter(|r| r.header("idempotency-key") == Some(key.as_str())).collect();
+        assert_eq!(sent.len(), 1, "{id}: one request, keyed by the receipt's key as UTF-8");
+        let body: Value = serde_json::from_slice(&sent[0].body).unwrap();
+        assert_eq!(body["externalId"], id);
+        assert_eq!(sent[0].header("webhook-id"), Some(stream_worker::sink::webhook::message_id(id).as_str()));
+    }
+}
