@@ -18,7 +18,7 @@ const PROFILES: [Profile; Profile::ALL.len()] = Profile::ALL;
 
 /// Every part of the path, running ([`Stack`], the Worker through a fault proxy), with every
 /// profile enabled (or those in `profiles`).
-struct Path(Stack);
+struct Path(Stack, std::sync::Mutex<Vec<(String, String)>>);
 
 impl std::ops::Deref for Path {
     type Target = Stack;
@@ -32,7 +32,7 @@ async fn path(profiles: Option<&str>) -> Path {
     if let Some(profiles) = profiles {
         bindings.push(("WEBHOOK_PROFILES", profiles.into()));
     }
-    Path(Stack::builder("profiles").through_proxy().bindings(bindings).start_with_worker().await)
+    Path(Stack::builder("profiles").through_proxy().bindings(bindings).start_with_worker().await, Default::default())
 }
 
 impl Path {
@@ -40,12 +40,30 @@ impl Path {
     /// when `None`).
     fn send(&self, profile: Profile, id: &str, body: &[u8], secret: Option<&str>) -> Answer {
         let headers = senders::headers(profile, id, body, secret);
+        self.1.lock().unwrap().extend(headers.iter().cloned());
         let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         self.edge.request("POST", profile.path(), &refs, body)
     }
 
     async fn drain(&self) {
         worker::drain(&self.poller(), &self.sqlite_handler().await).await;
+    }
+
+    /// Every credential sent so far, and every configured secret: the values of `Authorization`
+    /// and signature headers, each of their parts (a tag after `sha256=`, `v1,` or `v1=`), and
+    /// each profile's secret (a `whsec_` one with and without its prefix).
+    fn credentials(&self) -> Vec<String> {
+        let mut credentials: Vec<String> = PROFILES.iter().map(|&p| senders::secret(p)).collect();
+        credentials.extend(credentials.clone().iter().filter_map(|s| s.strip_prefix("whsec_")).map(str::to_owned));
+        for (name, value) in self.1.lock().unwrap().iter() {
+            let name = name.to_ascii_lowercase();
+            if name == "authorization" || name.contains("signature") {
+                credentials.push(value.clone());
+                let parts = value.split([' ', ',', '=', ';']).filter(|part| part.len() >= 16);
+                credentials.extend(parts.map(str::to_owned));
+            }
+        }
+        credentials
     }
 
     /// Receipts as `pk -> (profile, status)`.
@@ -125,6 +143,18 @@ async fn each_profile_retried_raced_forged_and_changed_gives_one_receipt_and_one
     for (key, (profile, _, _)) in &expected {
         assert_eq!(receipts[key], (profile.clone(), "COMPLETED".to_owned()), "{key}");
     }
+    // No credential reaches a receipt: no secret, no Authorization value, no signature sent,
+    // in any attribute (the payload's sender API key is `[redacted]`).
+    let stored = serde_json::to_string(&p.store.scan(TABLE)).unwrap();
+    let credentials = p.credentials();
+    assert!(credentials.len() > 3 * PROFILES.len(), "{credentials:?}");
+    for credential in &credentials {
+        assert!(!stored.contains(credential.as_str()), "a receipt holds the credential {credential:?}");
+    }
+    let static_forms: serde_json::Value =
+        serde_json::from_slice(&senders::body(Profile::StaticForms, "k", "")).unwrap();
+    let api_key = static_forms["data"]["apiKey"].as_str().unwrap();
+    assert!(!api_key.is_empty() && !stored.contains(api_key) && stored.contains("[redacted]"));
     let leads = p.leads();
     assert_eq!(leads.len(), expected.len(), "{leads:?}");
     for (key, (profile, lead_key, message)) in &expected {
