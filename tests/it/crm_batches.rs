@@ -45,6 +45,7 @@ async fn a_stream_batch_of_leads_from_few_people_is_four_calls_one_contact_each_
     let w = World::start("hs-batch-calls").await;
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     let handler = handler(&w, hubspot(&standin).await);
+    let at_start = standin.state.lock().unwrap().calls.len();
     // 60 submissions, 12 people (5 each, one of them under another case of the address).
     let subs = ids("sub_hsb", 60);
     for (i, id) in subs.iter().enumerate() {
@@ -62,10 +63,12 @@ async fn a_stream_batch_of_leads_from_few_people_is_four_calls_one_contact_each_
             .iter()
             .map(|kind| state.calls.iter().filter(|c| c.ends_with(kind)).count())
             .collect();
-    // The poller hands the stream over in pages; each page is one call of each kind.
+    // The poller hands the stream over in pages; each page is one call of each kind, and
+    // nothing else is called after the start-up check: four calls per batch, as documented.
     let pages = per_kind[0];
     assert!(pages >= 1 && per_kind.iter().all(|n| *n == pages), "{per_kind:?}");
-    assert!(state.calls.len() <= 6 * pages && state.calls.len() * 10 <= 60 * 4, "{:?}", state.calls);
+    assert_eq!(state.calls.len() - at_start, 4 * pages, "{:?}", &state.calls[at_start..]);
+    assert!(pages * 10 <= 60, "at least ten leads a batch: {pages} pages");
     assert_eq!(state.throttled, 0);
 }
 
@@ -342,4 +345,40 @@ async fn hubspot_a_batch_refused_whole_with_no_time_to_split_is_retried_never_ju
     assert_eq!(results, [Err(SinkError::Retryable { reason: "deadline", retry_after: None }); 2]);
     let state = standin.state.lock().unwrap();
     assert!(state.tickets.is_empty(), "no contact given up, no ticket written for a neighbour's refusal");
+}
+
+#[tokio::test]
+async fn hubspot_two_workers_writing_one_portal_at_once_make_one_contact_per_person_and_a_ticket_each() {
+    // Two shards' workers (two sinks, each pacing alone) write leads of the same people at the
+    // same time; the portal serves their calls at once, as HubSpot does.
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    standin.state.lock().unwrap().latency = Duration::from_millis(40);
+    let (first, second) = (hubspot(&standin).await, hubspot(&standin).await);
+    let lead = |id: &str, person: usize| {
+        let mut lead = sample_lead(id);
+        lead.email = format!("person{person}@example.com");
+        lead
+    };
+    let a: Vec<_> = ids("sub_hs_a", 10).iter().enumerate().map(|(i, id)| lead(id, i % 4)).collect();
+    let b: Vec<_> = ids("sub_hs_b", 10).iter().enumerate().map(|(i, id)| lead(id, i % 4)).collect();
+    let items_a: Vec<BatchItem<'_>> = a.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let items_b: Vec<BatchItem<'_>> = b.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let (answers_a, answers_b) = tokio::join!(first.upsert_batch(&items_a, None), second.upsert_batch(&items_b, None));
+    assert!(answers_a.iter().chain(&answers_b).all(Result::is_ok), "{answers_a:?} {answers_b:?}");
+    assert!(standin.most_at_once() >= 2, "the two workers' calls overlapped: {}", standin.most_at_once());
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (20, 4, 20));
+}
+
+#[test]
+fn the_hubspot_standin_refuses_a_body_that_is_not_json_as_hubspot_does() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let url = format!("{}/crm/v3/objects/contacts/batch/upsert", standin.server.url());
+    let headers = [("Authorization", "Bearer pat-test"), ("Content-Type", "application/json")];
+    for body in [&b"{\"inputs\": ["[..], b"not json", b"{\"inputs\": []} trailing"] {
+        let answer = tests::http::send("POST", &url, &headers, body).unwrap();
+        assert_eq!(answer.status, 400, "{}", answer.body);
+        assert!(answer.json()["message"].as_str().unwrap().starts_with("Invalid input JSON on line 1, column "));
+    }
+    assert!(standin.state.lock().unwrap().contacts.is_empty());
 }

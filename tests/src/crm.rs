@@ -2,6 +2,7 @@
 //! are the only fakes in the suite: the real services cannot be reached from here.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,8 +25,14 @@ pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
 /// a property catalogue (an input naming another property is a 400 `PROPERTY_DOESNT_EXIST`),
 /// the properties API, and rate limits as 429 with
 /// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
-/// documents only for other answers). Sources: developers.hubspot.com "Error handling" (429,
-/// 502/504, 503; the `status`/`category`/`message` body), "Using object APIs" (batch upsert).
+/// documents only for other answers), a body that is not JSON refused with 400 `Invalid input
+/// JSON on line L, column C: ...` (HubSpot's answer as its client libraries' users report it:
+/// HubSpot/hubspot-api-php#91, Chinchilla-Software-Com/HubSpot.NET#23), and requests served at
+/// once: each answer is decided with the portal's state locked (one change at a time, as a
+/// database's would be), then leaves after `latency` with the state free, so the calls of two
+/// workers overlap as at HubSpot ([`HubSpotStandIn::most_at_once`] counts it). Sources: developers.hubspot.com
+/// "Error handling" (429, 502/504, 503; the `status`/`category`/`message` body), "Using object
+/// APIs" (batch upsert).
 ///
 /// Knobs: `fail_next` (any status; 429 with the `RATE_LIMIT` body), `conflicting_emails` (a
 /// contact upsert naming one answers 409 `CONFLICT`, as HubSpot's contact endpoints do for an
@@ -37,6 +44,8 @@ pub struct HubSpotStandIn {
     /// The private app token it takes, and its ticket property for submission IDs.
     token: String,
     id_property: String,
+    /// Answers on their way back now, and the most at once so far.
+    at_once: Arc<[AtomicUsize; 2]>,
 }
 
 #[derive(Default)]
@@ -82,6 +91,9 @@ pub struct HubSpotState {
     pub daily_remaining: u64,
     /// 429s answered for the burst limit.
     pub throttled: usize,
+    /// How long each answer takes to leave once it is decided, the state unlocked meanwhile:
+    /// requests overlap as they do at HubSpot (the state still changes one request at a time).
+    pub latency: Duration,
     next_id: u64,
 }
 
@@ -204,25 +216,22 @@ impl HubSpotStandIn {
         }));
         let (token, shared) = (token.to_owned(), Arc::clone(&state));
         let token_for_config = token.clone();
+        // Answers on their way now, and the most at once so far.
+        let at_once: Arc<[AtomicUsize; 2]> = Arc::default();
+        let counts = Arc::clone(&at_once);
         let server = StubServer::start(move |request: StubRequest| {
-            let mut state = shared.lock().unwrap();
-            let now = Instant::now();
-            if let Some((max, interval)) = state.rate_limit {
-                while state.window.front().is_some_and(|sent| *sent + interval <= now) {
-                    state.window.pop_front();
-                }
-                if state.window.len() >= max {
-                    state.throttled += 1;
-                    let mut response = hubspot_failure(429, None);
-                    response.headers.clear();
-                    return with_limits(&state, response);
-                }
-                state.window.push_back(now);
-            }
-            let response = serve(&mut state, &token, &request);
-            with_limits(&state, response)
+            let (response, latency) = {
+                let mut state = shared.lock().unwrap();
+                (limited(&mut state, &token, &request), state.latency)
+            };
+            // On its way back, the state free: another request may be decided and on its way too.
+            let [sending, most] = &*counts;
+            most.fetch_max(sending.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::sleep(latency);
+            sending.fetch_sub(1, Ordering::SeqCst);
+            response
         });
-        HubSpotStandIn { server, state, token: token_for_config, id_property: id_property.to_owned() }
+        HubSpotStandIn { server, state, token: token_for_config, id_property: id_property.to_owned(), at_once }
     }
 
     /// The HubSpot sink's configuration for this portal: its token and ticket property, the
@@ -235,6 +244,11 @@ impl HubSpotStandIn {
             pipeline: "0".into(),
             stage: "1".into(),
         }
+    }
+
+    /// The most answers that were on their way back at the same time (see `latency`).
+    pub fn most_at_once(&self) -> usize {
+        self.at_once[1].load(Ordering::SeqCst)
     }
 
     /// Answers the next requests with `failure` (429 with the `RATE_LIMIT` body, 5xx, ...).
@@ -281,6 +295,25 @@ fn error_traced(trace: &Option<Value>, mut error: Value) -> Value {
     error
 }
 
+/// The answer to one request: 429 past the burst limit, else [`serve`]'s, with the limit headers.
+fn limited(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubResponse {
+    let now = Instant::now();
+    if let Some((max, interval)) = state.rate_limit {
+        while state.window.front().is_some_and(|sent| *sent + interval <= now) {
+            state.window.pop_front();
+        }
+        if state.window.len() >= max {
+            state.throttled += 1;
+            let mut response = hubspot_failure(429, None);
+            response.headers.clear();
+            return with_limits(state, response);
+        }
+        state.window.push_back(now);
+    }
+    let response = serve(state, token, request);
+    with_limits(state, response)
+}
+
 /// The answer to one request the rate limit let through.
 fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubResponse {
     state.requests += 1;
@@ -311,7 +344,19 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
             json!({"status": "error", "message": "Unsupported Media Type", "category": "UNSUPPORTED_MEDIA_TYPE"}),
         );
     }
-    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    // A body that is not JSON: 400, as HubSpot answers one (its message names where reading
+    // stopped; seen in HubSpot/hubspot-api-php#91 and Chinchilla-Software-Com/HubSpot.NET#23).
+    let body: Value = match request.body.is_empty() {
+        true => Value::Null,
+        false => match serde_json::from_slice(&request.body) {
+            Ok(body) => body,
+            Err(error) => {
+                let message =
+                    format!("Invalid input JSON on line {}, column {}: {error}", error.line(), error.column());
+                return StubResponse::json(400, json!({"status": "error", "message": message}));
+            }
+        },
+    };
     state.calls.push(format!("{} {path_only}", request.method));
     let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();
     if let Some(unknown) = unknown_property(state, &path, &body) {
