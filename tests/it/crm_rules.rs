@@ -428,3 +428,22 @@ async fn hubspot_a_ticket_found_under_another_case_is_never_overwritten() {
     assert_eq!(state.tickets.keys().collect::<Vec<_>>(), ["ABCdef"]);
     assert!(!state.calls.iter().skip(4).any(|c| c.ends_with("batch/upsert")), "{:?}", state.calls);
 }
+
+#[tokio::test]
+async fn salesforce_an_id_with_a_slash_names_one_lead_whether_written_alone_or_in_a_batch() {
+    let standin = salesforce();
+    let sink = salesforce_sink(&standin).await;
+    // The stand-in keeps `%2F` in a path as it came (no source shows Salesforce decoding it).
+    let raw = raw_upsert(&standin, "raw%2Fid", &json!({"LastName": "Raw", "Company": "C"}), &[]);
+    assert_eq!(raw.status, 201, "{}", raw.body);
+    assert!(standin.state.lock().unwrap().leads.contains_key("raw%2Fid"));
+    // The sink's IDs with `/`: alone (a redrive, reconcile), in a batch (the stream), alone again.
+    let lead = sample_lead("sub/with/slashes");
+    assert_eq!(sink.upsert(&lead, "k").await, Ok(()));
+    let items = [stream_worker::sink::BatchItem { lead: &lead, receipt_key: "k" }];
+    assert_eq!(sink.upsert_batch(&items, None).await, [Ok(())]);
+    assert_eq!(sink.upsert(&lead, "k").await, Ok(()));
+    let state = standin.state.lock().unwrap();
+    let ids: Vec<&String> = state.leads.keys().filter(|id| id.starts_with("sub")).collect();
+    assert_eq!(ids, ["sub/with/slashes"], "one Lead, under the ID itself");
+}

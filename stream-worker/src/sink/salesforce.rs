@@ -1,7 +1,8 @@
 //! Salesforce: upsert a Lead by an external ID field holding the submission ID.
 //!
 //! `PATCH /services/data/vNN.N/sobjects/Lead/<field>/<submissionId>`: 201 created, 200 or 204
-//! updated, 300 when several Leads match (a data problem: permanent for this lead).
+//! updated, 300 when several Leads match (a data problem: permanent for this lead). An ID with
+//! `/` has no documented path form: it goes as a collection of one ([`batch`]), as batches do.
 //!
 //! Access is the OAuth 2.0 client credentials flow of a connected app: `POST
 //! <My Domain>/services/oauth2/token` with the client ID and secret gives an access token (and
@@ -113,9 +114,18 @@ impl LeadSink for Salesforce {
         5 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
 
-    async fn upsert(&self, lead: &Lead, _receipt_key: &str) -> Result<(), SinkError> {
-        // Submission IDs may hold any character but controls: one path segment, percent-encoded.
-        let segment = path_segment(&external_id(&lead.external_id));
+    async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
+        let id = external_id(&lead.external_id);
+        // No Salesforce source shows `%2F` in a path decoded to `/` (a server may as well keep
+        // it, refuse it or split the path there): an ID with `/` goes in the body instead, as a
+        // collection of one, which every batch already uses, so both name the same Lead.
+        if id.contains('/') {
+            let unexpected = Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None });
+            return self.upsert_collection(&[BatchItem { lead, receipt_key }]).await.pop().unwrap_or(unexpected);
+        }
+        // Submission IDs may hold any other character but controls: one path segment,
+        // percent-encoded.
+        let segment = path_segment(&id);
         let mut fields = fields(lead);
         // A new token at most once per record, whatever else is tried again.
         let (mut fresh, mut refreshed) = (false, false);

@@ -59,7 +59,7 @@ pub enum DuplicateRule {
 
 #[derive(Default)]
 pub struct SalesforceState {
-    /// Leads by external ID (percent-decoded, as Salesforce stores the value).
+    /// Leads by external ID (percent-decoded, as Salesforce stores the value; `%2F` kept).
     pub leads: BTreeMap<String, Value>,
     /// External IDs that match more than one Lead (answered with 300).
     pub ambiguous: BTreeSet<String>,
@@ -293,7 +293,10 @@ fn serve_api(
     }
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     drop(state);
-    upsert_record(shared, field, &percent_decode(id), &body, header.as_deref())
+    // `%2F` is kept as it came: no Salesforce source shows it decoded to `/` in a path (the
+    // documented path caveat is the `.inc` one), so a client must not count on it.
+    let id = percent_decode(&id.replace("%2F", "%252F").replace("%2f", "%252f"));
+    upsert_record(shared, field, &id, &body, header.as_deref())
 }
 
 /// sObject Collections upsert (`PATCH .../composite/sobjects/Lead/<field>`, API v46.0 on): up
