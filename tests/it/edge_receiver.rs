@@ -511,3 +511,75 @@ fn a_body_whose_receipt_would_not_fit_is_refused_before_writing() {
         .expect("the Worker answers");
     assert_eq!((answer.status, answer.json()["reason"].clone()), (413, json!("body_too_large")));
 }
+
+/// The receipt states a duplicate can meet, as the worker, a redrive and time leave them.
+const STORED_STATES: [&str; 4] = ["RECEIVED", "COMPLETED", "FAILED", "reopened by a redrive"];
+
+/// `item` as it stands in `state`; expired (its TTL passed, the item not yet deleted) if so.
+fn in_state(mut item: Value, state: &str, expired: bool) -> Value {
+    let s = |text: &str| json!({"S": text});
+    match state {
+        "RECEIVED" => {}
+        "COMPLETED" => {
+            item["status"] = s("COMPLETED");
+            item["completedAt"] = s("2026-12-01T00:00:01.000Z");
+        }
+        "FAILED" => {
+            item["status"] = s("FAILED");
+            item["failedAt"] = s("2026-12-01T00:00:01.000Z");
+            item["failureReason"] = s("sink_rejected");
+        }
+        _ => item["redrivenAt"] = s("2026-12-01T00:00:02.000Z"),
+    }
+    if expired {
+        item["expiresAt"] = json!({"N": "1577836800"});
+    }
+    item
+}
+
+#[test]
+fn every_answer_against_every_stored_state_through_the_worker() {
+    let s = stack();
+    for (n, state) in STORED_STATES.iter().enumerate() {
+        for expired in [false, true] {
+            let id = format!("sub_state_{n}_{expired}");
+            let key = delivery::key(&id);
+            let (same, other) = (body(&id), delivery::body(&id, "other words", delivery::now_secs()));
+            assert_eq!(deliver(&s.edge, &headers(&id), &same).status, 202);
+            let stored = in_state(s.store.get(TABLE, &key).unwrap(), state, expired);
+            s.store.ok("DynamoDB_20120810.PutItem", &json!({"TableName": TABLE, "Item": stored}));
+            let label = format!("{state}, expired: {expired}");
+            // Other content under the key first: refused while the receipt lives, stored over it
+            // once it has expired.
+            let changed = deliver(&s.edge, &headers(&id), &other);
+            let now = s.store.get(TABLE, &key).unwrap();
+            if expired {
+                assert_eq!((changed.status, changed.json()["duplicate"].clone()), (202, json!(false)), "{label}");
+                assert_eq!(now["status"]["S"], "RECEIVED", "{label}");
+                assert_ne!(now["receivedAt"], stored["receivedAt"], "{label}: a new receipt");
+                for gone in ["completedAt", "failedAt", "failureReason", "redrivenAt"] {
+                    assert!(now.get(gone).is_none(), "{label}: {gone} of the old receipt");
+                }
+                // Now the original content is the other content.
+                let original = deliver(&s.edge, &headers(&id), &same);
+                assert_eq!(original.json()["code"], "idempotency_key_reused", "{label}: {}", original.body);
+                assert_eq!(original.status, 422, "{label}");
+                continue;
+            }
+            assert_eq!(
+                (changed.status, changed.json()["code"].clone()),
+                (422, json!("idempotency_key_reused")),
+                "{label}"
+            );
+            assert_eq!(now, stored, "{label}: nothing written");
+            // The same delivery again (a retry): 200, the stored receipt's status and time.
+            let retry = deliver(&s.edge, &headers(&id), &same);
+            let status = stored["status"]["S"].clone();
+            assert_eq!(retry.status, 200, "{label}: {}", retry.body);
+            let answer = retry.json();
+            assert_eq!((answer["duplicate"].clone(), answer["status"].clone()), (json!(true), status), "{label}");
+            assert_eq!(answer["receivedAt"], stored["receivedAt"]["S"], "{label}");
+            assert_eq!(s.store.get(TABLE, &key).unwrap(), stored, "{label}: nothing written");
+        }
+    }
+}

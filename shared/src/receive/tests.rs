@@ -634,3 +634,39 @@ fn a_missing_or_odd_webhook_id_is_a_bad_key() {
     }
     assert_eq!(Outcome::InvalidKey(KeyError::Invalid).response().status, 400);
 }
+
+#[wasm_bindgen_test(unsupported = test)]
+fn every_answer_against_every_stored_state() {
+    // What a delivery gets against each receipt the store may hold for its key: RECEIVED,
+    // COMPLETED, FAILED and reopened by a redrive (RECEIVED with `redrivenAt`) while it lives;
+    // any of them once expired (the put's condition lets the new receipt replace it, so the
+    // store answers 200). Same content (a retry, a new timestamp) and other content.
+    let (same, other) = (BODY.replace("1796019713", "1796019999"), BODY.replace("Hello", "Hello again"));
+    let redriven = |status: &str| {
+        let text = String::from_utf8(duplicate_answer(BODY, status)).unwrap();
+        text.replacen(r#""status":"#, r#""redrivenAt":{"S":"2026-12-01T00:00:02.000Z"},"status":"#, 1).into_bytes()
+    };
+    let states: [(&str, Vec<u8>, ReceiptStatus); 4] = [
+        ("RECEIVED", duplicate_answer(BODY, "RECEIVED"), ReceiptStatus::Received),
+        ("COMPLETED", duplicate_answer(BODY, "COMPLETED"), ReceiptStatus::Completed),
+        ("FAILED", duplicate_answer(BODY, "FAILED"), ReceiptStatus::Failed),
+        ("reopened", redriven("RECEIVED"), ReceiptStatus::Received),
+    ];
+    for (state, answer, status) in &states {
+        assert!(String::from_utf8_lossy(answer).contains("redrivenAt") == (*state == "reopened"));
+        let retried = pending(&same).finish(classify_put(400, answer));
+        let response = retried.response();
+        assert_eq!((response.status, response.code), (200, "duplicate"), "{state}");
+        let body = parse(response.body.as_bytes()).unwrap();
+        assert_eq!(body.get("status").and_then(Json::as_str), Some(status.as_str()), "{state}");
+        assert_eq!(body.get("receivedAt").and_then(Json::as_str), Some("2026-11-30T06:21:53.123Z"), "{state}");
+        assert_eq!(body.get("duplicate"), Some(&Json::Bool(true)), "{state}");
+        let changed = pending(&other).finish(classify_put(400, answer)).response();
+        assert_eq!((changed.status, changed.code), (422, "idempotency_key_reused"), "{state}");
+        // Expired: the store replaced it; whatever its status or content, a new receipt.
+        for body in [&same, &other] {
+            let replaced = pending(body).finish(classify_put(200, b"{}")).response();
+            assert_eq!((replaced.status, replaced.code), (202, "stored"), "{state}, expired");
+        }
+    }
+}
