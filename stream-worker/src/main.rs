@@ -162,20 +162,19 @@ async fn inspect(command: Command, receipts: &DynamoReceipts) -> anyhow::Result<
 }
 
 /// A misconfigured sink would fail every lead: refuse to start, saying what to fix. A sink
-/// that cannot be asked right now (or not within Lambda's init time) is no reason to stop.
+/// that cannot be asked right now (or not within Lambda's init time) is no reason to stop
+/// ([`stream_worker::sink::start_verdict`] decides).
 async fn check_sink(sink: &Sink) -> anyhow::Result<()> {
-    let check = tokio::time::timeout(Duration::from_secs(4), sink.check_configuration()).await;
-    match check {
-        Ok(Ok(())) => {}
-        Ok(Err(stream_worker::sink::CheckError::Wrong(problem))) => {
-            bail!("the lead sink's configuration cannot work: {problem}")
+    use stream_worker::sink::{start_verdict, START_CHECK_LIMIT};
+    let check = tokio::time::timeout(START_CHECK_LIMIT, sink.check_configuration()).await.ok();
+    match start_verdict(check) {
+        Ok(None) => Ok(()),
+        Ok(Some(line)) => {
+            eprintln!("stream-worker: {line}");
+            Ok(())
         }
-        Ok(Err(stream_worker::sink::CheckError::Unreachable(why))) => {
-            eprintln!("stream-worker: the lead sink's configuration could not be checked ({why}); starting anyway");
-        }
-        Err(_) => eprintln!("stream-worker: the lead sink's configuration check took too long; starting anyway"),
+        Err(problem) => bail!(problem),
     }
-    Ok(())
 }
 
 /// The function behind the stream's event source mapping.

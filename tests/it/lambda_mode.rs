@@ -351,6 +351,29 @@ fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not
     let (path, response) = &unreachable.responses[0];
     assert_eq!(path, "/2018-06-01/runtime/invocation/invocation-1/response", "{}", unreachable.stderr);
     assert_eq!(failed_items(response).len(), 1, "{response}");
+    // The portal is slow (it takes the connection and never answers): the check is given up
+    // after 4 seconds, within Lambda's 10-second init and before the client's own 10-second
+    // timeout would call it unreachable, and the function starts; with 3 seconds left, the
+    // record is handed back unsent.
+    let slow = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow_url = format!("http://{}", slow.local_addr().unwrap());
+    let hung = invoke_with_time(
+        &store,
+        &key,
+        &hubspot(slow_url, "submission_id"),
+        fixture_event(&store, "insert.json"),
+        3_000,
+    );
+    assert!(hung.stderr.contains("took too long") && hung.stderr.contains("starting anyway"), "{}", hung.stderr);
+    assert_eq!(failed_items(&hung.responses[0].1).len(), 1, "{}", hung.stderr);
+    drop(slow);
+    // The portal is throttled (HubSpot's 429 for the burst limit): no reason not to start;
+    // the lead is written once the limit has passed.
+    portal.fail_next(tests::stub_http::FailNext::new(1, 429));
+    let throttled =
+        invoke_once(&store, &key, &hubspot(portal.server.url(), "submission_id"), fixture_event(&store, "insert.json"));
+    assert!(throttled.stderr.contains("HubSpot answered 429") && throttled.stderr.contains("starting anyway"));
+    assert_eq!(failed_items(&throttled.responses[0].1), Vec::<&str>::new(), "{}", throttled.stderr);
     // The same configuration against the portal starts without a word and writes the lead.
     let fine =
         invoke_once(&store, &key, &hubspot(portal.server.url(), "submission_id"), fixture_event(&store, "insert.json"));

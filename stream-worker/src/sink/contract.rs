@@ -141,9 +141,42 @@ pub enum CheckError {
     Unreachable(String),
 }
 
+/// How long the start-up check may take: well within Lambda's 10-second init, and before a
+/// call's own [`CALL_TIMEOUT`] would give up on a sink that does not answer.
+pub const START_CHECK_LIMIT: Duration = Duration::from_secs(4);
+
+/// What the start makes of the configuration check's answer (`None`: it took longer than
+/// [`START_CHECK_LIMIT`]): `Err` stops the start with the text; `Ok(Some(line))` starts, with
+/// a line to log; `Ok(None)` starts without a word. A sink that cannot be asked now is no
+/// reason not to start (its leads are retried); one whose configuration cannot work is.
+pub fn start_verdict(check: Option<Result<(), CheckError>>) -> Result<Option<String>, String> {
+    match check {
+        Some(Ok(())) => Ok(None),
+        Some(Err(CheckError::Wrong(problem))) => Err(format!("the lead sink's configuration cannot work: {problem}")),
+        Some(Err(CheckError::Unreachable(why))) => {
+            Ok(Some(format!("the lead sink's configuration could not be checked ({why}); starting anyway")))
+        }
+        None => Ok(Some("the lead sink's configuration check took too long; starting anyway".into())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_stops_only_for_a_configuration_that_cannot_work() {
+        assert_eq!(start_verdict(Some(Ok(()))), Ok(None));
+        let wrong = start_verdict(Some(Err(CheckError::Wrong("no property x".into()))));
+        assert_eq!(wrong, Err("the lead sink's configuration cannot work: no property x".into()));
+        let unreachable = start_verdict(Some(Err(CheckError::Unreachable("HubSpot answered 429".into()))));
+        let line = "the lead sink's configuration could not be checked (HubSpot answered 429); starting anyway";
+        assert_eq!(unreachable, Ok(Some(line.into())));
+        let slow = Ok(Some("the lead sink's configuration check took too long; starting anyway".into()));
+        assert_eq!(start_verdict(None), slow);
+        assert!(START_CHECK_LIMIT < Duration::from_secs(10) && START_CHECK_LIMIT < CALL_TIMEOUT);
+        assert_eq!(START_CHECK_LIMIT, Duration::from_secs(4), "docs/sinks.md: slower than 4 s");
+    }
 
     /// A sink with the default budget: one HTTP call (the webhook's case).
     struct OneCall;

@@ -18,8 +18,8 @@ pub mod webhook;
 use crate::config::SinkConfig;
 
 pub use contract::{
-    fit, fit_utf16, BatchItem, CheckError, LeadSink, SinkError, CALL_TIMEOUT, DYNAMODB_OPERATION_TIMEOUT,
-    MAX_CONCURRENT_RECORDS, RECEIPT_UPDATE_BUDGET,
+    fit, fit_utf16, start_verdict, BatchItem, CheckError, LeadSink, SinkError, CALL_TIMEOUT,
+    DYNAMODB_OPERATION_TIMEOUT, MAX_CONCURRENT_RECORDS, RECEIPT_UPDATE_BUDGET, START_CHECK_LIMIT,
 };
 
 /// The configured sink.
