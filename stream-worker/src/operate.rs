@@ -122,6 +122,15 @@ pub fn progress_line(what: &str, done: usize, total: usize) -> Option<String> {
 /// the sink for it.
 pub const STREAM_MAX_RECORD_AGE: Duration = Duration::from_secs(3_600);
 
+/// The stream function's `Timeout` in `template.yaml`: an invocation that took a record just
+/// before its maximum age may still be calling the sink for it this long after.
+pub const STREAM_FUNCTION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The youngest receipt reconcile takes without `--force`: past the stream's maximum record
+/// age by the stream function's timeout, so no invocation of the stream can still hold it.
+pub const RECONCILE_MIN_AGE: Duration =
+    Duration::from_secs(STREAM_MAX_RECORD_AGE.as_secs() + STREAM_FUNCTION_TIMEOUT.as_secs());
+
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redriven {
@@ -176,7 +185,7 @@ pub struct RedriveMode {
 /// not expired), which the stream sees as a new waiting receipt and settles on the handler's
 /// path: only the stream calls the sink for it, so no two calls for one submission race. Then
 /// this waits up to `mode.wait` for the stream's verdicts, all receipts at once. A `RECEIVED`
-/// one older than [`STREAM_MAX_RECORD_AGE`] (the stream gave up on it), or any with
+/// one older than [`RECONCILE_MIN_AGE`] (the stream gave up on it), or any with
 /// `mode.force`, is settled here on the same path; a `COMPLETED` one is left alone.
 /// `progress(done, total)` is called as receipts are reopened or settled.
 pub async fn redrive<S: LeadSink + Sync>(
@@ -220,8 +229,7 @@ pub async fn redrive<S: LeadSink + Sync>(
             }
             _ if mode.only_failed => done_with("changed_meanwhile", None),
             Some(ReceiptStatus::Received) | None => {
-                let stream_gave_up =
-                    iso8601_millis(now_millis().saturating_sub(STREAM_MAX_RECORD_AGE.as_millis() as u64));
+                let stream_gave_up = iso8601_millis(now_millis().saturating_sub(RECONCILE_MIN_AGE.as_millis() as u64));
                 let young = waiting_since(&item).is_none_or(|since| since > stream_gave_up.as_str());
                 if young && !mode.force {
                     done_with("in_stream", Some("the stream may be retrying it; wait, or use --force".into()))

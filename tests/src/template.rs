@@ -171,3 +171,27 @@ mod tests {
         assert!(dashboard_metrics("WebhookReceiver").len() >= 10);
     }
 }
+
+#[cfg(test)]
+mod agreement {
+    use super::*;
+
+    /// The stream worker's own copies of the template's numbers agree with it: reconcile's
+    /// margin rests on them (`stream_worker::operate::RECONCILE_MIN_AGE`).
+    #[test]
+    fn the_stream_s_maximum_record_age_and_function_timeout_are_the_code_s() {
+        let resources = template()["Resources"].clone();
+        let stream =
+            |r: &Yaml| r["Properties"]["Events"].as_mapping()?.values().find(|e| e["Type"] == "DynamoDB").cloned();
+        let (function, mapping) = resources
+            .as_mapping()
+            .unwrap()
+            .values()
+            .find_map(|r| Some((r.clone(), stream(r)?)))
+            .expect("the function of the stream's event source mapping");
+        let age = mapping["Properties"]["MaximumRecordAgeInSeconds"].as_u64().unwrap();
+        assert_eq!(age, stream_worker::operate::STREAM_MAX_RECORD_AGE.as_secs());
+        let timeout = function["Properties"]["Timeout"].as_u64().unwrap();
+        assert_eq!(timeout, stream_worker::operate::STREAM_FUNCTION_TIMEOUT.as_secs());
+    }
+}
