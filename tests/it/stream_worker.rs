@@ -1064,3 +1064,40 @@ async fn the_stream_worker_s_key_holds_exactly_its_role_s_statements() {
         .await;
     denied("Query", format!("{:?}", query.unwrap_err()));
 }
+
+#[tokio::test]
+async fn a_poller_killed_mid_run_leaves_no_lock_behind_and_the_next_one_goes_on_from_its_checkpoint() {
+    let w = World::start("poll-killed").await;
+    let key = w.store.worker_access_key("poller", TABLE);
+    let standin = tests::stub_http::WebhookStandIn::start();
+    let secret = delivery::whsec(b"poller-kill-key-0123456789abcdef");
+    let start = || tests::worker::PollerProcess::start(&w.store, &key, &standin.url(), &secret, &w.dir.0);
+    let completed = |id: &str| w.status(id).is_some_and(|(status, _)| status == "COMPLETED");
+    let wait_for = |id: &str| {
+        (0..300).any(|_| {
+            completed(id) || {
+                std::thread::sleep(Duration::from_millis(100));
+                false
+            }
+        })
+    };
+
+    let first = start();
+    w.deliver("sub_before_kill");
+    assert!(wait_for("sub_before_kill"), "{}", first.output());
+    // A second poller on the same checkpoint is refused while the first runs.
+    let mut second = start();
+    assert!(second.exit_within(Duration::from_secs(30)).is_some_and(|s| !s.success()), "{}", second.output());
+    assert!(second.output().contains("another poller holds"), "{}", second.output());
+    // The first is killed (SIGKILL: no clean stop, no unlock of its own): the lock file stays,
+    // and the kernel's lock goes with the process.
+    drop(first);
+    assert!(w.dir.0.join("checkpoint.lock").exists());
+    let third = start();
+    w.deliver("sub_after_kill");
+    assert!(wait_for("sub_after_kill"), "{}", third.output());
+    assert!(!third.output().contains("another poller"), "{}", third.output());
+    // From the checkpoint: the receipt settled before the kill is not sent again.
+    assert_eq!(standin.attempts(&delivery::key("sub_before_kill")), 1);
+    assert_eq!(standin.attempts(&delivery::key("sub_after_kill")), 1);
+}

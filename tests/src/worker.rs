@@ -189,6 +189,18 @@ impl PollerProcess {
         self.child.id()
     }
 
+    /// Its exit status, if it exits within `within`.
+    pub fn exit_within(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            match self.child.try_wait().unwrap() {
+                Some(status) => return Some(status),
+                None if std::time::Instant::now() >= until => return None,
+                None => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
     /// Everything it wrote so far, stdout then stderr.
     pub fn output(&self) -> String {
         let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
@@ -196,6 +208,7 @@ impl PollerProcess {
     }
 }
 
+/// Dropped, it is killed (`SIGKILL`: a crash, not a stop; its lock is never given back by it).
 impl Drop for PollerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
