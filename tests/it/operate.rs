@@ -186,6 +186,22 @@ impl LeadSink for Refusing {
     }
 }
 
+/// A sink that answers "try again" for one submission while `holding`, and writes the rest.
+struct Holding {
+    inner: Sink,
+    held: &'static str,
+    holding: std::sync::atomic::AtomicBool,
+}
+
+impl LeadSink for Holding {
+    async fn upsert(&self, lead: &Lead, key: &str) -> Result<(), SinkError> {
+        if lead.external_id == self.held && self.holding.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None });
+        }
+        self.inner.upsert(lead, key).await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let w = world();
@@ -259,15 +275,36 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(w.status("sub_bad"), "COMPLETED");
     assert!(w.store.get(TABLE, &delivery::key("sub_bad")).unwrap().get(shared::receipt::PENDING_SHARD).is_none());
 
-    // Every FAILED one (two now), waiting for the stream's verdicts while the stream runs.
+    // Every FAILED one (two now), waiting for every one of the stream's verdicts, not the
+    // first: the stream settles sub_bad_2 while sub_bad_3 is held back (retried) for a few of
+    // the redrive's looks at the table, then lets it through.
     let redrive = {
         let args = ["receipts", "redrive", "--status", "FAILED", "--wait", "120s", "--json"];
         let mut binary = w.command(&args);
         std::thread::spawn(move || binary.output().unwrap())
     };
+    let holding = Handler {
+        mapping: Default::default(),
+        sink: Holding {
+            inner: Sink::connect(&sqlite()).await.unwrap(),
+            held: "sub_bad_3",
+            holding: std::sync::atomic::AtomicBool::new(true),
+        },
+        receipts: worker::receipts(&config, TABLE),
+    };
     for _ in 0..300 {
-        poller.pass(&healthy).await.unwrap();
-        if w.status("sub_bad_2") == "COMPLETED" && w.status("sub_bad_3") == "COMPLETED" {
+        poller.pass(&holding).await.unwrap();
+        if w.status("sub_bad_2") == "COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!((w.status("sub_bad_2"), w.status("sub_bad_3")), ("COMPLETED".into(), "RECEIVED".into()));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    holding.sink.holding.store(false, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..300 {
+        poller.pass(&holding).await.unwrap();
+        if w.status("sub_bad_3") == "COMPLETED" {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
