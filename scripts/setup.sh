@@ -23,6 +23,8 @@ apt_packages() {
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
   # The PostgreSQL TLS tests make their CA and server certificate with it.
   [ -x /usr/bin/openssl ] || missing+=(openssl)
+  # it::cost counts the core's instructions with it (a count, not a clock).
+  [ -x /usr/bin/valgrind ] || missing+=(valgrind)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]} (about a minute)"
     export DEBIAN_FRONTEND=noninteractive

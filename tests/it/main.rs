@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod console;
+mod cost;
 mod crm_batches;
 mod crm_rules;
 mod deployed;
