@@ -4,6 +4,8 @@
 //! two sizes: `receive-cost <keys|escapes|arrays|deep> <bytes>` (0 bytes: the process alone).
 //! It prints what the core decided, so a run that took a shortcut (a refusal) shows.
 
+#![allow(clippy::print_stdout, clippy::expect_used)] // a test's helper: its answer is its stdout
+
 use shared::auth::AuthPolicy;
 use shared::headers::Headers;
 use shared::profile::Profile;
