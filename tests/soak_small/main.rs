@@ -16,6 +16,13 @@ fn soak(params: &Params) {
     let report = run(params, |line| eprintln!("soak: {line}"));
     eprintln!("{}", report.to_markdown());
     assert_eq!(report.problems(), Vec::<String>::new(), "{}", report.to_markdown());
+    // No process of ours grew (`make soak`'s rule, on this run's samples), and there were
+    // samples to judge: every process sampled, each more than a few times.
+    assert_eq!(report.memory_problems(), Vec::<String>::new(), "{}", report.to_markdown());
+    let sampled: Vec<&String> = report.memory.keys().collect();
+    let expected = if params.deployed { 2 } else { 3 };
+    assert_eq!(sampled.len(), expected, "{sampled:?}");
+    assert!(report.memory.values().all(|(early, late, _)| *early > 0.0 && *late > 0.0), "{:?}", report.memory);
     // The faults were met: the store failed some attempts and the senders retried them.
     let failed: usize = report.by_status.iter().filter(|(s, _)| !s.starts_with('2')).map(|(_, n)| n).sum();
     assert!(failed > 0, "no attempt met a fault: {:?}", report.by_status);
