@@ -10,7 +10,9 @@
 #
 # STACK names the CloudFormation stack (default: stack_name in samconfig.toml). Needs AWS
 # credentials allowed to read the stack and manage the edge user's keys, and wrangler logged in
-# (`npx wrangler login`, or CLOUDFLARE_API_TOKEN).
+# (`npx wrangler login`, or CLOUDFLARE_API_TOKEN). For the tests (tests/it/deploy_edge.rs):
+# WRANGLER runs another wrangler, EDGE_ROTATION_WAIT shortens the 30 s a rotation waits for the
+# Worker's new version to reach every location.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +24,7 @@ case "${1:-}" in
   *) echo "usage: $0 [--dry-run | --rotate-aws-key]" >&2; exit 2 ;;
 esac
 say() { printf 'deploy-edge: %s\n' "$*"; }
-wrangler() { WRANGLER_SEND_METRICS=false WRANGLER_HIDE_BANNER=true node_modules/.bin/wrangler "$@"; }
+wrangler() { WRANGLER_SEND_METRICS=false WRANGLER_HIDE_BANNER=true "${WRANGLER:-node_modules/.bin/wrangler}" "$@"; }
 python=.tools/aws/bin/python
 
 if [ "$mode" = dry-run ]; then
@@ -58,16 +60,17 @@ fi
 # Writes the edge user's new access key as a wrangler secrets file, once IAM accepts it (a new
 # key can be refused for a few seconds); prints the old keys' IDs.
 new_access_key() {
-  USER_NAME="$user" "$python" -c '
+  USER_NAME="$user" REGION="$region" "$python" -c '
 import json, os, sys, boto3
-iam = boto3.client("iam")
+iam = boto3.client("iam", region_name=os.environ["REGION"])
 user = os.environ["USER_NAME"]
 old = [k["AccessKeyId"] for k in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]]
 if len(old) >= 2:
     sys.exit(f"deploy-edge: {user} already has two access keys (the most IAM allows); delete the inactive one first")
 key = iam.create_access_key(UserName=user)["AccessKey"]
 import time
-sts = boto3.client("sts", aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+sts = boto3.client("sts", region_name=os.environ["REGION"],
+                   aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
 for attempt in range(30):
     try:
         sts.get_caller_identity()
@@ -87,12 +90,13 @@ if [ "$mode" = rotate ]; then
   old=$(new_access_key "$secrets_file")
   # Both halves of the key in one new version of the Worker: never a mismatched pair.
   wrangler secret bulk "$secrets_file"
-  say "the Worker signs with the new key; waiting 30 s for the new version to reach every location"
-  sleep 30
+  wait=${EDGE_ROTATION_WAIT:-30}
+  say "the Worker signs with the new key; waiting $wait s for the new version to reach every location"
+  sleep "$wait"
   for id in $old; do
-    USER_NAME="$user" KEY_ID="$id" "$python" -c '
+    USER_NAME="$user" KEY_ID="$id" REGION="$region" "$python" -c '
 import os, boto3
-boto3.client("iam").update_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=os.environ["KEY_ID"], Status="Inactive")'
+boto3.client("iam", region_name=os.environ["REGION"]).update_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=os.environ["KEY_ID"], Status="Inactive")'
     say "deactivated the old key $id; once deliveries are answered 202/200, delete it:"
     say "  aws iam delete-access-key --user-name $user --access-key-id $id"
   done

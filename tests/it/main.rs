@@ -6,6 +6,7 @@ mod console;
 mod cost;
 mod crm_batches;
 mod crm_rules;
+mod deploy_edge;
 mod deployed;
 mod edge_hostile;
 mod edge_promises;

@@ -1,0 +1,68 @@
+"""wrangler as scripts/deploy-edge.sh calls it (`deploy`, `secret list --format json`, `secret
+bulk <file>`), for tests/it/deploy_edge.rs: the Worker's secrets are kept in the JSON file
+FAKE_WRANGLER_STATE, and each call is logged beside it (`.log`, a JSON object a line). A secret
+write logs what a Worker holding the secrets would meet at that instant: the status IAM gives
+each access key of the stack's edge user, and whether the Worker's key pair signs at all (STS
+answers it). Runs under .tools/aws's Python (boto3), on the AWS the environment points at."""
+
+import json
+import os
+import sys
+
+import boto3
+
+STATE = os.environ["FAKE_WRANGLER_STATE"]
+
+
+def load():
+    if not os.path.exists(STATE):
+        return {}
+    with open(STATE) as f:
+        return json.load(f)
+
+
+def log(event):
+    with open(STATE + ".log", "a") as f:
+        f.write(json.dumps(event) + "\n")
+
+
+def edge_keys():
+    """Every access key of the users whose name holds EdgeUser, and its status."""
+    iam = boto3.client("iam", region_name=os.environ["AWS_REGION"])
+    keys = {}
+    for user in iam.list_users()["Users"]:
+        if "EdgeUser" in user["UserName"]:
+            for key in iam.list_access_keys(UserName=user["UserName"])["AccessKeyMetadata"]:
+                keys[key["AccessKeyId"]] = key["Status"]
+    return keys
+
+
+def signs(secrets):
+    """Whether the Worker's pair is a key STS accepts."""
+    if "AWS_ACCESS_KEY_ID" not in secrets or "AWS_SECRET_ACCESS_KEY" not in secrets:
+        return False
+    sts = boto3.client("sts", region_name=os.environ["AWS_REGION"], aws_access_key_id=secrets["AWS_ACCESS_KEY_ID"],
+                       aws_secret_access_key=secrets["AWS_SECRET_ACCESS_KEY"])
+    try:
+        sts.get_caller_identity()
+        return True
+    except Exception:
+        return False
+
+
+args = sys.argv[1:]
+if args[:1] == ["deploy"]:
+    log({"call": "deploy"})
+elif args[:2] == ["secret", "list"]:
+    print(json.dumps([{"name": name, "type": "secret_text"} for name in sorted(load())]))
+elif args[:2] == ["secret", "bulk"]:
+    with open(args[2]) as f:
+        written = json.load(f)
+    secrets = {**load(), **written}
+    with open(STATE, "w") as f:
+        json.dump(secrets, f)
+    log({"call": "secret bulk", "names": sorted(written), "worker_key": secrets.get("AWS_ACCESS_KEY_ID"),
+         "keys": edge_keys(), "signs": signs(secrets)})
+    print("Finished processing secrets file")
+else:
+    sys.exit(f"fake wrangler: no such call {args}")
