@@ -690,10 +690,7 @@ async fn a_receipt_is_settled_by_key_on_the_same_path() {
 async fn a_receipt_of_a_profile_this_worker_does_not_know_waits_and_holds_the_records_after_it() {
     // An edge updated before the worker stores a receipt of a sender added since: the record is
     // retried (the worker of the new release will know it), never sent, never marked FAILED.
-    let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
-    let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: five_receipts() };
     let mut event = event("batch_of_five.json");
     let third = event.records[2].change.new_image.clone();
     let mut image: serde_json::Value = serde_json::to_value(&third).unwrap();
