@@ -228,7 +228,12 @@ class Reconcile(unittest.TestCase):
         age = TEMPLATE["Parameters"]["ReconcileOlderThan"]["Default"]
         unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[age[-1]]
         mapping = RESOURCES["StreamWorkerFunction"]["Properties"]["Events"]["Receipts"]["Properties"]
-        self.assertGreater(int(age[:-1]) * unit, mapping["MaximumRecordAgeInSeconds"], "never both on one receipt")
+        function = RESOURCES["StreamWorkerFunction"]["Properties"]
+        # The worker's bound (RECONCILE_MIN_AGE): the maximum record age, the function's timeout
+        # and 300 s of slack.
+        bound = mapping["MaximumRecordAgeInSeconds"] + function["Timeout"] + 300
+        self.assertGreater(int(age[:-1]) * unit, bound, "never both on one receipt")
+        self.assertIn("STREAM_SLACK: Duration = Duration::from_secs(300)", (ROOT / "stream-worker/src/operate.rs").read_text())
         # The worker's redrive knows the same age (a RECEIVED receipt younger may be in the stream).
         operate = (ROOT / "stream-worker/src/operate.rs").read_text()
         self.assertIn(

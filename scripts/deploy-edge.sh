@@ -66,7 +66,7 @@ iam = boto3.client("iam", region_name=os.environ["REGION"])
 user = os.environ["USER_NAME"]
 old = [k["AccessKeyId"] for k in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]]
 if len(old) >= 2:
-    sys.exit(f"deploy-edge: {user} already has two access keys (the most IAM allows); delete the inactive one first")
+    sys.exit(f"deploy-edge: {user} already has two access keys (the most IAM allows); delete the one the Worker does not sign with first (after a rotation, the inactive one)")
 key = iam.create_access_key(UserName=user)["AccessKey"]
 import time
 sts = boto3.client("sts", region_name=os.environ["REGION"],
@@ -86,10 +86,23 @@ print(" ".join(old))' "$1"
 secrets_file=$(mktemp)
 trap 'rm -f "$secrets_file"' EXIT
 
+# Puts the new key in $secrets_file into the Worker, or, when the Worker does not take it,
+# deletes that key (no one else holds its secret) and stops: the Worker keeps the key it has.
+give_worker_new_key() {
+  if ! wrangler secret bulk "$secrets_file"; then
+    SECRETS_FILE="$secrets_file" USER_NAME="$user" REGION="$region" "$python" -c '
+import json, os, boto3
+key = json.load(open(os.environ["SECRETS_FILE"]))["AWS_ACCESS_KEY_ID"]
+boto3.client("iam", region_name=os.environ["REGION"]).delete_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=key)'
+    echo "deploy-edge: the Worker did not take the new key; it was deleted, and the Worker's key is unchanged" >&2
+    exit 1
+  fi
+}
+
 if [ "$mode" = rotate ]; then
   old=$(new_access_key "$secrets_file")
   # Both halves of the key in one new version of the Worker: never a mismatched pair.
-  wrangler secret bulk "$secrets_file"
+  give_worker_new_key
   wait=${EDGE_ROTATION_WAIT:-30}
   say "the Worker signs with the new key; waiting $wait s for the new version to reach every location"
   sleep "$wait"
@@ -115,7 +128,7 @@ fi
 if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have"; then
   say "creating the edge's access key (dynamodb:PutItem on $table only)"
   new_access_key "$secrets_file" >/dev/null
-  wrangler secret bulk "$secrets_file"
+  give_worker_new_key
 fi
 if ! grep -q '"WEBHOOK_' <<<"$have"; then
   token=$("$python" -c 'import secrets; print(secrets.token_urlsafe(32))')

@@ -190,18 +190,19 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
     })
 }
 
-/// Refuses a reconcile age within the stream's maximum record age and the stream function's
-/// timeout after it ([`crate::operate::RECONCILE_MIN_AGE`]): the stream may still retry such a
+/// Refuses a reconcile age within the stream's maximum record age, the stream function's
+/// timeout and a slack after it ([`crate::operate::RECONCILE_MIN_AGE`]): the stream may still retry such a
 /// receipt, and the two would call the sink for it at the same time (a CRM's upsert is not
 /// atomic under concurrent calls).
 pub fn reconcile_age(older_than: Duration) -> Result<(), String> {
-    use crate::operate::{RECONCILE_MIN_AGE, STREAM_FUNCTION_TIMEOUT, STREAM_MAX_RECORD_AGE};
+    use crate::operate::{RECONCILE_MIN_AGE, STREAM_FUNCTION_TIMEOUT, STREAM_MAX_RECORD_AGE, STREAM_SLACK};
     if older_than <= RECONCILE_MIN_AGE {
         return Err(format!(
-            "{}s is within the stream's maximum record age ({}s) and its function's timeout ({}s): reconcile could take a receipt the stream still retries; give more than {}s",
+            "{}s is within the stream's maximum record age ({}s), its function's timeout ({}s) and {}s of slack: reconcile could take a receipt the stream still retries; give more than {}s",
             older_than.as_secs(),
             STREAM_MAX_RECORD_AGE.as_secs(),
             STREAM_FUNCTION_TIMEOUT.as_secs(),
+            STREAM_SLACK.as_secs(),
             RECONCILE_MIN_AGE.as_secs()
         ));
     }
@@ -296,24 +297,24 @@ mod tests {
 
     #[test]
     fn reconcile_never_takes_a_receipt_the_stream_still_retries_unless_forced() {
-        for age in ["15m", "1h", "3600s", "60m", "3601s", "3720s", "62m"] {
+        for age in ["15m", "1h", "3600s", "60m", "3601s", "3720s", "62m", "4020s", "67m"] {
             let refused = parse(&args(&format!("reconcile --older-than {age}")));
             assert!(
                 refused.as_ref().is_err_and(|e| e.starts_with("error: --older-than: ") && e.contains("--force")),
                 "{age}: {refused:?}"
             );
         }
-        // Past the maximum record age by the stream function's timeout: no invocation of the
-        // stream can still hold it.
-        let just_past = parse(&args("reconcile --older-than 3721s"));
+        // Past the maximum record age by the stream function's timeout and the slack: no
+        // invocation of the stream can still hold it.
+        let just_past = parse(&args("reconcile --older-than 4021s"));
         assert_eq!(
             just_past,
-            Ok(Command::Reconcile { older_than: Duration::from_secs(3_721), scan: false, json: false })
+            Ok(Command::Reconcile { older_than: Duration::from_secs(4_021), scan: false, json: false })
         );
         assert!(parse(&args("reconcile --force --older-than 1m")).is_ok());
         assert!(reconcile_age(Duration::from_secs(7_200)).is_ok());
         assert!(reconcile_age(crate::operate::STREAM_MAX_RECORD_AGE).is_err());
-        assert_eq!(crate::operate::RECONCILE_MIN_AGE, Duration::from_secs(3_720));
+        assert_eq!(crate::operate::RECONCILE_MIN_AGE, Duration::from_secs(4_020));
     }
 
     #[test]

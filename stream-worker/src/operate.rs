@@ -126,10 +126,17 @@ pub const STREAM_MAX_RECORD_AGE: Duration = Duration::from_secs(3_600);
 /// before its maximum age may still be calling the sink for it this long after.
 pub const STREAM_FUNCTION_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What else may lie between a receipt's `receivedAt` and the stream's last call for it: the
+/// edge's clock against AWS's and its put's latency (the record's age counts from the write), the
+/// mapping's batching window (1 s) and a cold start's init (up to 10 s), with room to spare.
+pub const STREAM_SLACK: Duration = Duration::from_secs(300);
+
 /// The youngest receipt reconcile takes without `--force`: past the stream's maximum record
-/// age by the stream function's timeout, so no invocation of the stream can still hold it.
-pub const RECONCILE_MIN_AGE: Duration =
-    Duration::from_secs(STREAM_MAX_RECORD_AGE.as_secs() + STREAM_FUNCTION_TIMEOUT.as_secs());
+/// age by the stream function's timeout and [`STREAM_SLACK`], so no invocation of the stream
+/// can still hold it (4,020 s).
+pub const RECONCILE_MIN_AGE: Duration = Duration::from_secs(
+    STREAM_MAX_RECORD_AGE.as_secs() + STREAM_FUNCTION_TIMEOUT.as_secs() + STREAM_SLACK.as_secs(),
+);
 
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 //! from here) and logs, at each secret write, what a Worker holding them would meet. The first
 //! deploy creates the edge's key and the sender's token, a second changes nothing, a rotation
 //! writes both halves of the new key in one write while the old key still works and only then
-//! deactivates the old one, and a rotation with two keys left is refused. The built Worker
+//! deactivates the old one, a rotation whose write Cloudflare refuses deletes the key it made,
+//! and a rotation with two keys left is refused. The built Worker
 //! stores a delivery with each key it was given, and the old one is refused once deactivated.
 
 use std::path::Path;
@@ -20,8 +21,17 @@ use tests::TempDir;
 /// Runs the script with `args` against `aws`, its wrangler the stand-in keeping its state in
 /// `dir`: whether it succeeded, and what it printed.
 fn deploy_edge(aws: &Ministack, dir: &Path, args: &[&str]) -> (bool, String) {
+    deploy_edge_with(aws, dir, args, false)
+}
+
+/// [`deploy_edge`], with every secret write refused by Cloudflare when `refused`.
+fn deploy_edge_with(aws: &Ministack, dir: &Path, args: &[&str], refused: bool) -> (bool, String) {
     let root = tests::process::repo_root();
-    let output = Command::new(root.join("scripts/deploy-edge.sh"))
+    let mut command = Command::new(root.join("scripts/deploy-edge.sh"));
+    if refused {
+        command.env("FAKE_WRANGLER_REFUSE_WRITES", "1");
+    }
+    let output = command
         .args(args)
         .current_dir(&root)
         .env("AWS_ENDPOINT_URL", aws.endpoint())
@@ -69,6 +79,12 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     std::fs::write(dir.0.join("wrangler"), wrapper).unwrap();
     Command::new("chmod").arg("+x").arg(dir.0.join("wrangler")).status().unwrap();
     let wrangler_toml = std::fs::read_to_string(tests::process::repo_root().join("wrangler.toml")).unwrap();
+    // The script sets wrangler.toml's table and region to the stack's: they must already be
+    // the stack's here, so this test never edits a file of the repository.
+    assert!(
+        wrangler_toml.contains(&format!("RECEIPTS_TABLE = \"{TABLE}\"")) && wrangler_toml.contains("AWS_REGION = \"us-east-1\""),
+        "wrangler.toml's RECEIPTS_TABLE and AWS_REGION are not the test stack's"
+    );
 
     // The first deploy: the Worker, then one key (both halves in one write) and one token.
     let (ok, text) = deploy_edge(&aws, &dir.0, &[]);
@@ -88,18 +104,25 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     let (again, log) = worker(&dir.0);
     assert_eq!((&again, log.len()), (&first, 4), "only the deploy: {text}");
 
-    // A rotation: the new pair in one write, signing, while the old key is still active; then
-    // the old one deactivated.
+    // A rotation Cloudflare refuses to write: the new key is deleted (no one could use it, and
+    // it would take the user's second place), the Worker keeps its own.
+    let (ok, text) = deploy_edge_with(&aws, &dir.0, &["--rotate-aws-key"], true);
+    assert!(!ok && text.contains("it was deleted"), "{text}");
+    assert_eq!(worker(&dir.0).0, first);
+
+    // A rotation: the new pair in one write, signing, while the old key is still active (and
+    // the only other one: the refused rotation's key is gone); then the old one deactivated.
     let (ok, text) = deploy_edge(&aws, &dir.0, &["--rotate-aws-key"]);
     assert!(ok, "{text}");
     let (rotated, log) = worker(&dir.0);
-    let writes: Vec<&Value> = log.iter().skip(4).collect();
+    let writes: Vec<&Value> = log.iter().skip(5).collect();
     assert_eq!(writes.len(), 1, "one secret write: {writes:?}");
     let (old, new) = (first["AWS_ACCESS_KEY_ID"].as_str().unwrap(), rotated["AWS_ACCESS_KEY_ID"].as_str().unwrap());
     assert_ne!(old, new);
     assert_eq!(writes[0]["names"], serde_json::json!(["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]));
     assert_eq!(writes[0]["signs"], true, "the Worker's new pair signs from the moment it has it");
     assert_eq!(writes[0]["keys"][old], "Active", "the old key still worked while the Worker switched");
+    assert_eq!(writes[0]["keys"].as_object().unwrap().len(), 2, "{writes:?}");
     assert_eq!(rotated["WEBHOOK_BEARER_TOKENS"], first["WEBHOOK_BEARER_TOKENS"]);
     assert_eq!(delivered_with(&aws, &rotated, "sub_new_key"), 202);
     assert_eq!(delivered_with(&aws, &first, "sub_old_key"), 503, "the old key is deactivated");

@@ -540,38 +540,39 @@ fn in_state(mut item: Value, state: &str, expired: bool) -> Value {
 #[test]
 fn every_answer_against_every_stored_state_through_the_worker() {
     let s = stack();
+    // Each state, live and expired; met first by the same delivery (a retry) or by other content.
     for (n, state) in STORED_STATES.iter().enumerate() {
-        for expired in [false, true] {
-            let id = format!("sub_state_{n}_{expired}");
+        for (expired, retry_first) in [(false, true), (true, true), (true, false)] {
+            let id = format!("sub_state_{n}_{expired}_{retry_first}");
             let key = delivery::key(&id);
             let (same, other) = (body(&id), delivery::body(&id, "other words", delivery::now_secs()));
             assert_eq!(deliver(&s.edge, &headers(&id), &same).status, 202);
             let stored = in_state(s.store.get(TABLE, &key).unwrap(), state, expired);
             s.store.ok("DynamoDB_20120810.PutItem", &json!({"TableName": TABLE, "Item": stored}));
-            let label = format!("{state}, expired: {expired}");
-            // Other content under the key first: refused while the receipt lives, stored over it
-            // once it has expired.
-            let changed = deliver(&s.edge, &headers(&id), &other);
-            let now = s.store.get(TABLE, &key).unwrap();
+            let label = format!("{state}, expired: {expired}, the retry first: {retry_first}");
+            // Expired but present, as DynamoDB keeps an item for a while past its TTL (the store
+            // deletes expired items only every minute): the put's condition must replace it.
+            assert_eq!(s.store.get(TABLE, &key).as_ref(), Some(&stored), "{label}");
             if expired {
-                assert_eq!((changed.status, changed.json()["duplicate"].clone()), (202, json!(false)), "{label}");
+                // Whatever it meets first is stored over the expired receipt as a new one...
+                let (first, then) = if retry_first { (&same, &other) } else { (&other, &same) };
+                let answer = deliver(&s.edge, &headers(&id), first);
+                assert_eq!((answer.status, answer.json()["duplicate"].clone()), (202, json!(false)), "{label}");
+                let now = s.store.get(TABLE, &key).unwrap();
                 assert_eq!(now["status"]["S"], "RECEIVED", "{label}");
                 assert_ne!(now["receivedAt"], stored["receivedAt"], "{label}: a new receipt");
                 for gone in ["completedAt", "failedAt", "failureReason", "redrivenAt"] {
                     assert!(now.get(gone).is_none(), "{label}: {gone} of the old receipt");
                 }
-                // Now the original content is the other content.
-                let original = deliver(&s.edge, &headers(&id), &same);
-                assert_eq!(original.json()["code"], "idempotency_key_reused", "{label}: {}", original.body);
-                assert_eq!(original.status, 422, "{label}");
+                // ... which then holds: the other content is refused.
+                let refused = deliver(&s.edge, &headers(&id), then);
+                assert_eq!((refused.status, refused.json()["code"].clone()), (422, json!("idempotency_key_reused")), "{label}");
                 continue;
             }
-            assert_eq!(
-                (changed.status, changed.json()["code"].clone()),
-                (422, json!("idempotency_key_reused")),
-                "{label}"
-            );
-            assert_eq!(now, stored, "{label}: nothing written");
+            // Other content: refused while the receipt lives, nothing written.
+            let changed = deliver(&s.edge, &headers(&id), &other);
+            assert_eq!((changed.status, changed.json()["code"].clone()), (422, json!("idempotency_key_reused")), "{label}");
+            assert_eq!(s.store.get(TABLE, &key).unwrap(), stored, "{label}: nothing written");
             // The same delivery again (a retry): 200, the stored receipt's status and time.
             let retry = deliver(&s.edge, &headers(&id), &same);
             let status = stored["status"]["S"].clone();

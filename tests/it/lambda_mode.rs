@@ -354,7 +354,7 @@ fn a_sink_that_cannot_work_stops_the_start_and_one_that_cannot_be_asked_does_not
     // The portal is slow (it takes the connection and never answers): the check is given up
     // after 4 seconds, within Lambda's 10-second init and before the client's own 10-second
     // timeout would call it unreachable, and the function starts; with 3 seconds left, the
-    // record is handed back unsent.
+    // record is handed back.
     let slow = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let slow_url = format!("http://{}", slow.local_addr().unwrap());
     let hung = invoke_with_time(

@@ -292,6 +292,14 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
         },
         receipts: worker::receipts(&config, TABLE),
     };
+    // Both reopened first (the redrive reopens them oldest first, so sub_bad_2's record comes
+    // first in the stream and is not held back behind sub_bad_3's).
+    for _ in 0..300 {
+        if w.status("sub_bad_2") == "RECEIVED" && w.status("sub_bad_3") == "RECEIVED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     for _ in 0..300 {
         poller.pass(&holding).await.unwrap();
         if w.status("sub_bad_2") == "COMPLETED" {
@@ -300,7 +308,9 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert_eq!((w.status("sub_bad_2"), w.status("sub_bad_3")), ("COMPLETED".into(), "RECEIVED".into()));
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // Several of the redrive's looks (one each 0.5 s): one that stopped at the first verdict
+    // would have answered by now.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     holding.sink.holding.store(false, std::sync::atomic::Ordering::SeqCst);
     for _ in 0..300 {
         poller.pass(&holding).await.unwrap();
@@ -335,9 +345,14 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(w.status("sub_young"), "RECEIVED");
     let forced = w.json(&["receipts", "redrive", "sub_young", "--force", "--json"]);
     assert_eq!(forced[0]["outcome"], "completed");
+    // Past the maximum record age, within its function's timeout and the slack: still young.
+    w.deliver("sub_past_the_hour", 3_900_000);
+    let past = w.json(&["receipts", "redrive", "sub_past_the_hour", "--json"]);
+    assert_eq!(past[0]["outcome"], "in_stream", "{past}");
+    assert_eq!(w.json(&["receipts", "redrive", "sub_past_the_hour", "--force", "--json"])[0]["outcome"], "completed");
     w.deliver("sub_stuck", 2 * 3_600_000);
     assert_eq!(w.json(&["receipts", "redrive", "sub_stuck", "--json"])[0]["outcome"], "completed");
-    assert_eq!(w.leads().len(), 6);
+    assert_eq!(w.leads().len(), 7);
 
     // A FAILED receipt past its expiry (TTL has not swept it yet) is not brought back.
     let mut expired = receipt(&delivery::body("sub_expired", "x", 1), now_millis() - 40 * 86_400_000).to_item();

@@ -153,16 +153,18 @@ async fn postgres_leads_that_must_go_alone_start_only_while_time_allows() {
     assert_eq!(counted(&postgres).await, (1, vec![("sub_clean".into(), 1)]));
 }
 
-/// A lead whose every field holds SQL's metacharacters (quotes, `;`, `--`, `\`, `$1`) and whose
-/// extra field holds a 1 MiB value: bound as parameters, each is stored as typed. With `nul`,
-/// a NUL byte too (SQLite stores it; PostgreSQL refuses it, held by the tests above).
+/// A lead whose every field holds SQL's metacharacters (quotes, `;`, `--`, `\`, `$1`, `?1`)
+/// and, but the key (a submission ID is at most 1,024 bytes), a 1 MiB value: bound as
+/// parameters, each is stored as typed. With `nul`, a NUL byte too (SQLite stores it;
+/// PostgreSQL refuses it, held by the tests above).
 fn hostile_lead(id: &str, nul: bool) -> Lead {
     let nasty = format!("O'Brien\"; DROP TABLE leads; -- \\' $1 ?1 %s{}", if nul { "\u{0}" } else { "" });
+    let big = |text: &str| format!("{text}{}", "'\\;-".repeat(1 << 18));
     let mut lead = sample_lead(id);
-    lead.name = nasty.clone();
-    lead.email = "o'brien;--@example.com".into();
-    lead.message = format!("'); DELETE FROM leads WHERE ('1'='1\\{nasty}");
-    lead.extra.insert("x'); DROP TABLE leads; --".into(), Json::String("'".repeat(1 << 20)));
+    lead.name = big(&nasty);
+    lead.email = big("o'brien;--@example.com");
+    lead.message = big(&format!("'); DELETE FROM leads WHERE ('1'='1\\{nasty}"));
+    lead.extra.insert("x'); DROP TABLE leads; --".into(), Json::String(big("'")));
     lead.extra.insert("note".into(), Json::String(nasty));
     lead
 }
@@ -179,7 +181,7 @@ fn as_row(lead: &Lead) -> Row {
 async fn sql_metacharacters_and_a_megabyte_value_are_stored_as_typed_postgres() {
     let (postgres, sink) = counted_postgres().await;
     let leads =
-        [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; --", false), sample_lead("sub_c")];
+        [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", false), sample_lead("sub_c")];
     let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
     assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
     assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");
@@ -196,7 +198,7 @@ async fn sql_metacharacters_a_nul_and_a_megabyte_value_are_stored_as_typed_sqlit
     let dir = TempDir::new("metacharacters");
     let path = dir.0.join("leads.db").display().to_string();
     let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
-    let leads = [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; --", true), sample_lead("sub_c")];
+    let leads = [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", true), sample_lead("sub_c")];
     let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
     assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
     assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");

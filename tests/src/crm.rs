@@ -25,9 +25,10 @@ pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
 /// a property catalogue (an input naming another property is a 400 `PROPERTY_DOESNT_EXIST`),
 /// the properties API, and rate limits as 429 with
 /// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
-/// documents only for other answers), a body that is not JSON refused with 400 `Invalid input
-/// JSON on line L, column C: ...` (HubSpot's answer as its client libraries' users report it:
-/// HubSpot/hubspot-api-php#91, Chinchilla-Software-Com/HubSpot.NET#23), and requests served at
+/// documents only for other answers), a body that is not JSON (or none on a write) refused with
+/// 400 `VALIDATION_ERROR` `Invalid input JSON on line L, column C: ...` (HubSpot's answer as
+/// its client libraries' users report it: HubSpot/hubspot-api-php#91 and #209,
+/// Chinchilla-Software-Com/HubSpot.NET#23, hubspot-api-nodejs#555), and requests served at
 /// once: each answer is decided with the portal's state locked (one change at a time, as a
 /// database's would be), then leaves after `latency` with the state free, so the calls of two
 /// workers overlap as at HubSpot ([`HubSpotStandIn::most_at_once`] counts it). Sources: developers.hubspot.com
@@ -344,18 +345,32 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
             json!({"status": "error", "message": "Unsupported Media Type", "category": "UNSUPPORTED_MEDIA_TYPE"}),
         );
     }
-    // A body that is not JSON: 400, as HubSpot answers one (its message names where reading
-    // stopped; seen in HubSpot/hubspot-api-php#91 and Chinchilla-Software-Com/HubSpot.NET#23).
-    let body: Value = match request.body.is_empty() {
-        true => Value::Null,
-        false => match serde_json::from_slice(&request.body) {
-            Ok(body) => body,
-            Err(error) => {
-                let message =
-                    format!("Invalid input JSON on line {}, column {}: {error}", error.line(), error.column());
-                return StubResponse::json(400, json!({"status": "error", "message": message}));
+    // A body that is not JSON, or none where one is due: 400 `Invalid input JSON ...`, as
+    // HubSpot's clients' users report its answers (the message names where reading stopped:
+    // HubSpot/hubspot-api-php#91 and #209, Chinchilla-Software-Com/HubSpot.NET#23; the
+    // category: HubSpot/hubspot-api-nodejs#555). Jackson stops at the first value, so text
+    // after it is not refused.
+    let invalid = |message: String| {
+        let body = json!({"status": "error", "message": message, "correlationId": "00000000-0000-4000-8000-000000000000",
+                          "category": "VALIDATION_ERROR"});
+        StubResponse::json(400, body)
+    };
+    let body: Value = if request.body.is_empty() {
+        if matches!(request.method.as_str(), "POST" | "PUT" | "PATCH") {
+            return invalid("Invalid input JSON: No content to map due to end-of-input".into());
+        }
+        Value::Null
+    } else {
+        let mut values = serde_json::Deserializer::from_slice(&request.body).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(body)) => body,
+            Some(Err(error)) => {
+                let what = error.to_string();
+                let what = what.split(" at line ").next().unwrap_or_default().to_owned();
+                return invalid(format!("Invalid input JSON on line {}, column {}: {what}", error.line(), error.column()));
             }
-        },
+            None => return invalid("Invalid input JSON: No content to map due to end-of-input".into()),
+        }
     };
     state.calls.push(format!("{} {path_only}", request.method));
     let path: Vec<&str> = path_only.trim_start_matches('/').split('/').collect();

@@ -117,8 +117,16 @@ mod rules {
             }
         }
         for check in ["fn check_bearer", "fn check_basic", "fn check_header"] {
-            if !block_in_impl(&auth, check).is_some_and(|b| b.contains("matches_any(")) {
-                problems.push(format!("auth.rs `{check}` must compare through matches_any"));
+            match block_in_impl(&auth, check) {
+                Some(body) if body.contains("matches_any(") => {
+                    // ... and through nothing else: no other comparison beside it.
+                    for other in ["==", "!=", "||", ".eq(", "contains(", "starts_with(", "ct_eq"] {
+                        if body.contains(other) {
+                            problems.push(format!("auth.rs `{check}` compares with `{other}` beside matches_any"));
+                        }
+                    }
+                }
+                _ => problems.push(format!("auth.rs `{check}` must compare through matches_any")),
             }
         }
         assert!(problems.is_empty(), "{problems:#?}");

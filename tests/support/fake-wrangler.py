@@ -1,5 +1,6 @@
 """wrangler as scripts/deploy-edge.sh calls it (`deploy`, `secret list --format json`, `secret
-bulk <file>`), for tests/it/deploy_edge.rs: the Worker's secrets are kept in the JSON file
+bulk <file>`; every write refused while FAKE_WRANGLER_REFUSE_WRITES is set), for
+tests/it/deploy_edge.rs: the Worker's secrets are kept in the JSON file
 FAKE_WRANGLER_STATE, and each call is logged beside it (`.log`, a JSON object a line). A secret
 write logs what a Worker holding the secrets would meet at that instant: the status IAM gives
 each access key of the stack's edge user, and whether the Worker's key pair signs at all (STS
@@ -55,6 +56,10 @@ if args[:1] == ["deploy"]:
     log({"call": "deploy"})
 elif args[:2] == ["secret", "list"]:
     print(json.dumps([{"name": name, "type": "secret_text"} for name in sorted(load())]))
+elif args[:2] == ["secret", "bulk"] and os.environ.get("FAKE_WRANGLER_REFUSE_WRITES"):
+    # Cloudflare refusing the write (an expired login, an outage): nothing changes.
+    log({"call": "secret bulk refused"})
+    sys.exit("fake wrangler: the secrets could not be written")
 elif args[:2] == ["secret", "bulk"]:
     with open(args[2]) as f:
         written = json.load(f)

@@ -116,8 +116,8 @@ impl LeadSink for Salesforce {
 
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
         let id = external_id(&lead.external_id);
-        // No Salesforce source shows `%2F` in a path decoded to `/` (a server may as well keep
-        // it, refuse it or split the path there): an ID with `/` goes in the body instead, as a
+        // Salesforce documents no `%2F` in a path, and its users report it found (a GET) and
+        // refused `NOT_FOUND` (an upsert): an ID with `/` goes in the body instead, as a
         // collection of one, which every batch already uses, so both name the same Lead.
         if id.contains('/') {
             let unexpected = Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None });

@@ -1,8 +1,9 @@
 //! One delivery through the core's receive path (authentication, the envelope's JSON, the
 //! receipt and its PutItem), its body built to be expensive at a given size, as `make bench`'s
 //! hostile bodies are. `it::cost` runs it under valgrind to count the instructions it takes at
-//! two sizes: `receive-cost <keys|escapes|arrays|deep> <bytes>` (0 bytes: the process alone).
-//! It prints what the core decided, so a run that took a shortcut (a refusal) shows.
+//! two sizes: `receive-cost <keys|escapes|arrays|deep> <bytes> [--build-only]` (the body built
+//! and not received: what to subtract). It prints what the core decided, so a run that took a
+//! shortcut (a refusal) shows.
 
 #![allow(clippy::print_stdout, clippy::expect_used)] // a test's helper: its answer is its stdout
 
@@ -32,13 +33,14 @@ fn form(kind: &str, bytes: usize) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (kind, bytes) = (args[1].as_str(), args[2].parse::<usize>().expect("a size in bytes"));
-    if bytes == 0 {
-        return;
-    }
     let body = format!(
         r#"{{"event":"form.submitted","timestamp":1,"data":{{"submissionId":"cost-1","formData":{}}}}}"#,
         form(kind, bytes)
     );
+    if args.get(3).is_some_and(|a| a == "--build-only") {
+        println!("built {}", std::hint::black_box(body).len());
+        return;
+    }
     let auth = AuthPolicy { bearer_tokens: vec![Credential::new(b"cost-token")], ..AuthPolicy::default() };
     let mut policy = Policy::single(Profile::StaticForms, auth, "receipts");
     policy.max_body_bytes = 1 << 20;

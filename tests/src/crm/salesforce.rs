@@ -59,7 +59,7 @@ pub enum DuplicateRule {
 
 #[derive(Default)]
 pub struct SalesforceState {
-    /// Leads by external ID (percent-decoded, as Salesforce stores the value; `%2F` kept).
+    /// Leads by external ID (percent-decoded, as Salesforce stores the value).
     pub leads: BTreeMap<String, Value>,
     /// External IDs that match more than one Lead (answered with 300).
     pub ambiguous: BTreeSet<String>,
@@ -293,10 +293,15 @@ fn serve_api(
     }
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     drop(state);
-    // `%2F` is kept as it came: no Salesforce source shows it decoded to `/` in a path (the
-    // documented path caveat is the `.inc` one), so a client must not count on it.
-    let id = percent_decode(&id.replace("%2F", "%252F").replace("%2f", "%252f"));
-    upsert_record(shared, field, &id, &body, header.as_deref())
+    // `%2F` in the value: Salesforce documents nothing (its path caveat is the `.inc` one), and
+    // its users report both a value found (simple-salesforce#716, a GET) and `NOT_FOUND`
+    // (texei-sfdx-plugin#111, an upsert): the stand-in answers the worse, so a client that
+    // puts a `/` in the path fails here.
+    if id.to_ascii_uppercase().contains("%2F") {
+        let message = "The requested resource does not exist";
+        return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
+    }
+    upsert_record(shared, field, &percent_decode(id), &body, header.as_deref())
 }
 
 /// sObject Collections upsert (`PATCH .../composite/sobjects/Lead/<field>`, API v46.0 on): up
