@@ -134,9 +134,8 @@ pub const STREAM_SLACK: Duration = Duration::from_secs(300);
 /// The youngest receipt reconcile takes without `--force`: past the stream's maximum record
 /// age by the stream function's timeout and [`STREAM_SLACK`], so no invocation of the stream
 /// can still hold it (4,020 s).
-pub const RECONCILE_MIN_AGE: Duration = Duration::from_secs(
-    STREAM_MAX_RECORD_AGE.as_secs() + STREAM_FUNCTION_TIMEOUT.as_secs() + STREAM_SLACK.as_secs(),
-);
+pub const RECONCILE_MIN_AGE: Duration =
+    Duration::from_secs(STREAM_MAX_RECORD_AGE.as_secs() + STREAM_FUNCTION_TIMEOUT.as_secs() + STREAM_SLACK.as_secs());
 
 /// What redriving one receipt did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -379,7 +379,12 @@ fn the_hubspot_standin_refuses_a_body_that_is_not_json_as_hubspot_does() {
     let headers = [("Authorization", "Bearer pat-test"), ("Content-Type", "application/json")];
     for body in [&b"{\"inputs\": ["[..], b"not json", b""] {
         let answer = tests::http::send("POST", &url, &headers, body).unwrap();
-        assert_eq!((answer.status, answer.json()["category"].clone()), (400, serde_json::json!("VALIDATION_ERROR")), "{}", answer.body);
+        assert_eq!(
+            (answer.status, answer.json()["category"].clone()),
+            (400, serde_json::json!("VALIDATION_ERROR")),
+            "{}",
+            answer.body
+        );
         assert!(answer.json()["message"].as_str().unwrap().starts_with("Invalid input JSON"), "{}", answer.body);
     }
     assert!(standin.state.lock().unwrap().contacts.is_empty());

@@ -82,7 +82,8 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     // The script sets wrangler.toml's table and region to the stack's: they must already be
     // the stack's here, so this test never edits a file of the repository.
     assert!(
-        wrangler_toml.contains(&format!("RECEIPTS_TABLE = \"{TABLE}\"")) && wrangler_toml.contains("AWS_REGION = \"us-east-1\""),
+        wrangler_toml.contains(&format!("RECEIPTS_TABLE = \"{TABLE}\""))
+            && wrangler_toml.contains("AWS_REGION = \"us-east-1\""),
         "wrangler.toml's RECEIPTS_TABLE and AWS_REGION are not the test stack's"
     );
 

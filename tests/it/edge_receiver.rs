@@ -566,12 +566,20 @@ fn every_answer_against_every_stored_state_through_the_worker() {
                 }
                 // ... which then holds: the other content is refused.
                 let refused = deliver(&s.edge, &headers(&id), then);
-                assert_eq!((refused.status, refused.json()["code"].clone()), (422, json!("idempotency_key_reused")), "{label}");
+                assert_eq!(
+                    (refused.status, refused.json()["code"].clone()),
+                    (422, json!("idempotency_key_reused")),
+                    "{label}"
+                );
                 continue;
             }
             // Other content: refused while the receipt lives, nothing written.
             let changed = deliver(&s.edge, &headers(&id), &other);
-            assert_eq!((changed.status, changed.json()["code"].clone()), (422, json!("idempotency_key_reused")), "{label}");
+            assert_eq!(
+                (changed.status, changed.json()["code"].clone()),
+                (422, json!("idempotency_key_reused")),
+                "{label}"
+            );
             assert_eq!(s.store.get(TABLE, &key).unwrap(), stored, "{label}: nothing written");
             // The same delivery again (a retry): 200, the stored receipt's status and time.
             let retry = deliver(&s.edge, &headers(&id), &same);

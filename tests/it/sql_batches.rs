@@ -180,8 +180,11 @@ fn as_row(lead: &Lead) -> Row {
 #[tokio::test]
 async fn sql_metacharacters_and_a_megabyte_value_are_stored_as_typed_postgres() {
     let (postgres, sink) = counted_postgres().await;
-    let leads =
-        [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", false), sample_lead("sub_c")];
+    let leads = [
+        sample_lead("sub_a_before"),
+        hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", false),
+        sample_lead("sub_c"),
+    ];
     let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
     assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
     assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");
@@ -198,7 +201,11 @@ async fn sql_metacharacters_a_nul_and_a_megabyte_value_are_stored_as_typed_sqlit
     let dir = TempDir::new("metacharacters");
     let path = dir.0.join("leads.db").display().to_string();
     let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
-    let leads = [sample_lead("sub_a_before"), hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", true), sample_lead("sub_c")];
+    let leads = [
+        sample_lead("sub_a_before"),
+        hostile_lead("sub_b'; DROP TABLE leads; -- \\ $1 ?1", true),
+        sample_lead("sub_c"),
+    ];
     let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
     assert_eq!(sink.upsert_batch(&items, None).await, [Ok(()), Ok(()), Ok(())]);
     assert_eq!(sink.upsert(&leads[1], "k").await, Ok(()), "a replay of it updates its row");

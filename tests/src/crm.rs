@@ -367,7 +367,11 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
             Some(Err(error)) => {
                 let what = error.to_string();
                 let what = what.split(" at line ").next().unwrap_or_default().to_owned();
-                return invalid(format!("Invalid input JSON on line {}, column {}: {what}", error.line(), error.column()));
+                return invalid(format!(
+                    "Invalid input JSON on line {}, column {}: {what}",
+                    error.line(),
+                    error.column()
+                ));
             }
             None => return invalid("Invalid input JSON: No content to map due to end-of-input".into()),
         }
