@@ -1,7 +1,7 @@
 //! The core's CPU cost grows with a body's size, not its square (SECURITY.md): the instructions
 //! one delivery takes, counted by valgrind (deterministic, unlike a clock), at 64 and 256 KiB
 //! (the largest body a Worker takes by default) of bodies built to be expensive
-//! (`tests/src/bin/receive-cost.rs`, as `make bench`'s), less those of building the body.
+//! (`tests/bin/receive-cost.rs`, as `make bench`'s), less those of building the body.
 
 use std::process::Command;
 

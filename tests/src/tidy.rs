@@ -22,7 +22,7 @@ mod rules {
     #[test]
     fn every_server_a_test_starts_listens_on_loopback_on_an_ephemeral_port_and_stops_with_its_handle() {
         let mut files = Vec::new();
-        for dir in ["src", "it", "support", "benches", "soak_small"] {
+        for dir in ["src", "bin", "it", "support", "benches", "soak_small"] {
             sources(&crate::process::repo_root().join("tests").join(dir), &mut files);
         }
         let mut problems = Vec::new();
