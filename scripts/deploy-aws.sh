@@ -48,12 +48,17 @@ if [ -n "${AWS_ENDPOINT_URL:-}" ] && ! $dry_run; then
     cargo build --release -p stream-worker --quiet
     bootstrap=target/release/stream-worker
   fi
-  code=$PWD/target/lambda-local/stream-worker
+  # A folder of this deploy's own: two local deploys at once (the test suite runs them in
+  # parallel) must never read each other's half-written template or binary.
+  mkdir -p target/lambda-local
+  work=$(mktemp -d "$PWD/target/lambda-local/deploy.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  code=$work/stream-worker
   mkdir -p "$code"
   cp "$bootstrap" "$code/bootstrap"
   # The template as it is, but for where the code is: this machine's build, not the arm64 one.
-  sed "s|CodeUri: target/lambda/stream-worker/|CodeUri: $code/|" template.yaml >target/lambda-local/template.yaml
-  [ "$(grep -c "CodeUri: $code/" target/lambda-local/template.yaml)" = 2 ] ||
+  sed "s|CodeUri: target/lambda/stream-worker/|CodeUri: $code/|" template.yaml >"$work/template.yaml"
+  [ "$(grep -c "CodeUri: $code/" "$work/template.yaml")" = 2 ] ||
     { echo "deploy-aws: template.yaml's CodeUri lines changed; update the local deploy" >&2; exit 1; }
   export AWS_REGION=$region AWS_DEFAULT_REGION=$region
   bucket=sam-artifacts-local
@@ -64,7 +69,7 @@ if sys.argv[1] not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
     s3.create_bucket(Bucket=sys.argv[1])
 PY
   say "deploying stack ${STACK_NAME:-webhooks} to $AWS_ENDPOINT_URL ($host_arch)"
-  sam deploy --template-file target/lambda-local/template.yaml --stack-name "${STACK_NAME:-webhooks}" \
+  sam deploy --template-file "$work/template.yaml" --stack-name "${STACK_NAME:-webhooks}" \
     --s3-bucket "$bucket" --region "$region" --capabilities CAPABILITY_IAM CAPABILITY_AUTO_EXPAND \
     --no-confirm-changeset --no-fail-on-empty-changeset --parameter-overrides \
     "SinkSecretArn=$SINK_SECRET_ARN" "Architecture=$host_arch" "TableName=${TABLE_NAME:-receipts}"
