@@ -8,6 +8,7 @@ cfn-lint and the SAM CLI:
 import json
 import pathlib
 import re
+import tomllib
 import unittest
 
 from cfnlint.decode import decode
@@ -416,6 +417,19 @@ class DeployScript(unittest.TestCase):
         self.assertIn('python3 deploy/overrides.py samconfig.toml "Architecture=$arch"', script)
         # The translator runs too, not only the linter.
         self.assertRegex(script, r'sam validate --region "\$region" --template-file template.yaml')
+
+
+class EdgeConfig(unittest.TestCase):
+    def test_workers_logs_keep_every_request_s_line(self):
+        # Without an [observability] block, `wrangler deploy` turns Workers Logs off
+        # (cloudflare/workers-sdk#6776); a sampling rate under 1 drops metric lines.
+        with open(ROOT / "wrangler.toml", "rb") as f:
+            observability = tomllib.load(f).get("observability", {})
+        self.assertIs(observability.get("enabled"), True, "wrangler.toml: [observability] enabled = true")
+        self.assertEqual(observability.get("head_sampling_rate", 1), 1)
+        logs = observability.get("logs", {})
+        self.assertIsNot(logs.get("enabled"), False)
+        self.assertEqual(logs.get("head_sampling_rate", 1), 1)
 
 
 class DeployPage(unittest.TestCase):
