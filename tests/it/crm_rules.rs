@@ -387,6 +387,34 @@ async fn salesforce_a_record_makes_at_most_its_budget_s_five_calls() {
 }
 
 #[tokio::test]
+async fn salesforce_a_record_through_the_collection_never_fetches_a_third_token() {
+    let standin = salesforce();
+    let sink = salesforce_sink(&standin).await;
+    sink.upsert(&sample_lead("sub_sfc_warm"), "k").await.unwrap();
+    // The session in hand has ended, and each new one ends after one call: a 401, one new
+    // token, the collection whose email Salesforce refuses, then a 401 again. An ID with `/`
+    // goes through the collection; the budget's five calls hold there too: no third token,
+    // the record is retried later.
+    standin.expire_tokens();
+    {
+        let mut state = standin.state.lock().unwrap();
+        state.refused_emails.insert(delivery::VISITOR_EMAIL.to_owned());
+        state.calls_per_session = Some(1);
+    }
+    let lead = sample_lead("sub/sfc");
+    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_unauthorized"));
+    let (issued, collections) = {
+        let state = standin.state.lock().unwrap();
+        (state.issued, state.collections.len())
+    };
+    assert_eq!((issued, collections), (2, 1), "the old token, one new one; one collection served");
+    // The next try, sessions as usual: written, without the refused address.
+    standin.state.lock().unwrap().calls_per_session = None;
+    sink.upsert(&lead, "k").await.unwrap();
+    assert!(standin.state.lock().unwrap().leads["sub/sfc"].get("Email").is_none());
+}
+
+#[tokio::test]
 async fn hubspot_a_read_or_an_association_refused_is_retried_never_failed() {
     let w = World::start("crm-hubspot-reads").await;
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);

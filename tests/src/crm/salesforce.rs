@@ -1,8 +1,8 @@
 //! Salesforce's Lead upsert by an external ID field, as strict as the org it stands for.
 //!
 //! Behind the OAuth 2.0 client credentials flow: tokens come from `/services/oauth2/token`, and
-//! expire on demand (`expire_tokens`), as sessions do after their timeout, answering 401
-//! `INVALID_SESSION_ID`. Field API names (in the body and the external ID field in the path)
+//! expire on demand (`expire_tokens`), or after `calls_per_session` calls, as sessions do after
+//! their timeout, answering 401 `INVALID_SESSION_ID`. Field API names (in the body and the external ID field in the path)
 //! compare without case, as Salesforce's do. What the org enforces, each from Salesforce's
 //! documentation (developer.salesforce.com REST API "Status Codes and Error Responses",
 //! "Insert or Update (Upsert) a Record Using an External ID", "Duplicate Rule Header"; Salesforce
@@ -67,6 +67,10 @@ pub struct SalesforceState {
     pub tokens: BTreeSet<String>,
     /// Tokens issued so far.
     pub issued: usize,
+    /// Each session ends after this many API calls it served (its timeout, met mid-run).
+    pub calls_per_session: Option<usize>,
+    /// API calls each token served.
+    session_calls: BTreeMap<String, usize>,
     /// Whether the org's external ID field is marked External ID (it always exists).
     pub field_not_external: bool,
     /// Whether the field lacks the Unique attribute.
@@ -260,6 +264,13 @@ fn serve_api(
             401,
             json!([{"message": "Session expired or invalid", "errorCode": "INVALID_SESSION_ID"}]),
         );
+    }
+    if let Some(limit) = state.calls_per_session {
+        let served = state.session_calls.entry(bearer.to_owned()).or_default();
+        *served += 1;
+        if *served >= limit {
+            state.tokens.remove(bearer);
+        }
     }
     if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
         let mut fields: Vec<Value> = LEAD_FIELDS

@@ -83,13 +83,16 @@ impl Salesforce {
         let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field)).collect();
         let mut results = vec![Err(UNEXPECTED); items.len()];
         let mut sending: Vec<usize> = (0..items.len()).collect();
+        // A new token at most once for the whole collection, as for a single record, whatever
+        // else is sent again: the function's time budget counts on it.
+        let mut refreshed = false;
         while !sending.is_empty() {
             // An external ID repeated in one request is refused for both (`DUPLICATE_VALUE`):
             // a repeat waits for the next call.
             let (now, later) = first_of_each(&sending, |i| records[i][field.as_str()].to_string());
             sending = now;
             let batch: Vec<&Value> = sending.iter().map(|&i| &records[i]).collect();
-            let answers = match self.collection(&json!({"allOrNone": false, "records": batch})).await {
+            let answers = match self.collection(&json!({"allOrNone": false, "records": batch}), &mut refreshed).await {
                 Ok(answers) if answers.len() == sending.len() => answers,
                 // One UpsertResult per record, or none is trusted.
                 answered => {
@@ -117,14 +120,14 @@ impl Salesforce {
     }
 
     /// One collection call: the UpsertResults, or why the call as a whole failed. A session
-    /// that ended gets one new token.
-    async fn collection(&self, body: &Value) -> Result<Vec<Value>, SinkError> {
+    /// that ended gets a new token unless `refreshed` says one was already fetched.
+    async fn collection(&self, body: &Value, refreshed: &mut bool) -> Result<Vec<Value>, SinkError> {
         let mut fresh = false;
         loop {
             let response = self.patch(&self.collection_path, body, fresh).await?;
             let status = response.status().as_u16();
-            if status == 401 && !fresh {
-                fresh = true;
+            if status == 401 && !*refreshed {
+                (fresh, *refreshed) = (true, true);
                 continue;
             }
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
