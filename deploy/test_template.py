@@ -265,6 +265,7 @@ class Alarms(unittest.TestCase):
             ("AWS/Lambda", "Throttles"),
             ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
             ("WebhookReceiver", "ReceiptsWaiting"),
+            ("WebhookReceiver", "ReceiptsOverdue"),
             ("WebhookReceiver", "LeadsFailed"),
         ]:
             self.assertIn(wanted, found)
@@ -280,6 +281,17 @@ class Alarms(unittest.TestCase):
         self.assertEqual(
             throttles["Properties"]["Dimensions"], [{"Name": "FunctionName", "Value": {"Ref": "StreamWorkerFunction"}}]
         )
+
+    def test_a_stopped_stream_is_an_alarm_though_reconcile_settles_its_receipts(self):
+        # Reconcile settles what the stream left, so ReceiptsWaiting stays at zero; only the
+        # overdue count it found says the stream stopped. Each run reports it (every 15 min).
+        [overdue] = [a["Properties"] for a in of_type("AWS::CloudWatch::Alarm").values()
+                     if a["Properties"]["MetricName"] == "ReceiptsOverdue"]
+        [schedule] = [e["Properties"]["Schedule"] for e in RESOURCES["ReconcileFunction"]["Properties"]["Events"].values()]
+        self.assertEqual(schedule, "rate(15 minutes)")
+        self.assertEqual((overdue["Statistic"], overdue["Period"], overdue["EvaluationPeriods"]), ("Maximum", 900, 1))
+        self.assertEqual((overdue["Threshold"], overdue["ComparisonOperator"]), (0, "GreaterThanThreshold"))
+        self.assertEqual(overdue["OKActions"], [{"Ref": "AlarmTopic"}])
 
     def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
         sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()

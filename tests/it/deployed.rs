@@ -205,7 +205,7 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
         dashboards.iter().find(|(name, _)| name.ends_with("-webhooks")).expect("the template's dashboard");
     let alarms: Vec<&str> =
         deployed["widgets"][1]["properties"]["alarms"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
-    assert_eq!(alarms.len(), 8, "every alarm, the silence alarm too: {alarms:?}");
+    assert_eq!(alarms.len(), 9, "every alarm, the silence alarm too: {alarms:?}");
     assert!(alarms.iter().all(|a| a.starts_with("arn:aws:cloudwatch:") && a.contains(":alarm:")), "{alarms:?}");
     assert_eq!(
         deployed["widgets"].as_array().unwrap().len(),
