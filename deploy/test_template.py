@@ -265,7 +265,7 @@ class Alarms(unittest.TestCase):
             ("AWS/Lambda", "Throttles"),
             ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
             ("WebhookReceiver", "ReceiptsWaiting"),
-            ("WebhookReceiver", "ReceiptsOverdue"),
+            ("WebhookReceiver", "ReceiptsReconciled"),
             ("WebhookReceiver", "LeadsFailed"),
         ]:
             self.assertIn(wanted, found)
@@ -284,14 +284,15 @@ class Alarms(unittest.TestCase):
 
     def test_a_stopped_stream_is_an_alarm_though_reconcile_settles_its_receipts(self):
         # Reconcile settles what the stream left, so ReceiptsWaiting stays at zero; only the
-        # overdue count it found says the stream stopped. Each run reports it (every 15 min).
+        # leads it wrote say the stream stopped. Each run reports them (every 15 min); a
+        # missing run keeps the state (ReceiptsWaitingAlarm is reconcile's own silence).
         [overdue] = [a["Properties"] for a in of_type("AWS::CloudWatch::Alarm").values()
-                     if a["Properties"]["MetricName"] == "ReceiptsOverdue"]
+                     if a["Properties"]["MetricName"] == "ReceiptsReconciled"]
         [schedule] = [e["Properties"]["Schedule"] for e in RESOURCES["ReconcileFunction"]["Properties"]["Events"].values()]
         self.assertEqual(schedule, "rate(15 minutes)")
         self.assertEqual((overdue["Statistic"], overdue["Period"], overdue["EvaluationPeriods"]), ("Maximum", 900, 1))
         self.assertEqual((overdue["Threshold"], overdue["ComparisonOperator"]), (0, "GreaterThanThreshold"))
-        self.assertEqual(overdue["OKActions"], [{"Ref": "AlarmTopic"}])
+        self.assertEqual((overdue["TreatMissingData"], overdue["OKActions"]), ("ignore", [{"Ref": "AlarmTopic"}]))
 
     def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
         sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()
@@ -442,6 +443,9 @@ class EdgeConfig(unittest.TestCase):
         logs = observability.get("logs", {})
         self.assertIsNot(logs.get("enabled"), False)
         self.assertEqual(logs.get("head_sampling_rate", 1), 1)
+        # Cloudflare's invocation logs carry headers and the client's IP: the edge's own line
+        # is the request log (SECURITY.md, what the logs hold).
+        self.assertIs(logs.get("invocation_logs"), False)
 
 
 class DeployPage(unittest.TestCase):

@@ -1,8 +1,9 @@
 //! Salesforce's Lead upsert by an external ID field, as strict as the org it stands for.
 //!
 //! Behind the OAuth 2.0 client credentials flow: tokens come from `/services/oauth2/token`, and
-//! expire on demand (`expire_tokens`), or after `calls_per_session` calls, as sessions do after
-//! their timeout, answering 401 `INVALID_SESSION_ID`. Field API names (in the body and the external ID field in the path)
+//! expire on demand (`expire_tokens`), as sessions do after their timeout, or after
+//! `calls_per_session` calls, as a session revoked mid-run (Session Management, the app's
+//! tokens revoked), answering 401 `INVALID_SESSION_ID`. Field API names (in the body and the external ID field in the path)
 //! compare without case, as Salesforce's do. What the org enforces, each from Salesforce's
 //! documentation (developer.salesforce.com REST API "Status Codes and Error Responses",
 //! "Insert or Update (Upsert) a Record Using an External ID", "Duplicate Rule Header"; Salesforce
@@ -67,7 +68,7 @@ pub struct SalesforceState {
     pub tokens: BTreeSet<String>,
     /// Tokens issued so far.
     pub issued: usize,
-    /// Each session ends after this many API calls it served (its timeout, met mid-run).
+    /// Each session ends after this many API calls it served (revoked mid-run).
     pub calls_per_session: Option<usize>,
     /// API calls each token served.
     session_calls: BTreeMap<String, usize>,
