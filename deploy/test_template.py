@@ -103,6 +103,7 @@ class FunctionRoles(unittest.TestCase):
         stream = json.dumps({"Fn::GetAtt": ["ReceiptsTable", "StreamArn"]}, sort_keys=True)
         secret = json.dumps({"Ref": "SinkSecretArn"}, sort_keys=True)
         index = json.dumps({"Fn::Sub": "${ReceiptsTable.Arn}/index/pending"}, sort_keys=True)
+        failed_index = json.dumps({"Fn::Sub": "${ReceiptsTable.Arn}/index/failed"}, sort_keys=True)
         logs = lambda group: json.dumps({"Fn::GetAtt": [group, "Arn"]}, sort_keys=True)  # noqa: E731
         self.assertEqual(
             grants("StreamWorkerRole"),
@@ -123,6 +124,7 @@ class FunctionRoles(unittest.TestCase):
             grants("ReconcileRole"),
             {
                 ("dynamodb:Query", index),
+                ("dynamodb:Query", failed_index),
                 ("dynamodb:GetItem", table),
                 ("dynamodb:UpdateItem", table),
                 ("secretsmanager:GetSecretValue", secret),
@@ -149,9 +151,16 @@ class Table(unittest.TestCase):
         self.assertIs(props["DeletionProtectionEnabled"], True)
         self.assertEqual((table["DeletionPolicy"], table["UpdateReplacePolicy"]), ("Retain", "Retain"))
         self.assertEqual(props["KeySchema"], [{"AttributeName": "pk", "KeyType": "HASH"}])
-        [index] = props["GlobalSecondaryIndexes"]
-        self.assertEqual(index["IndexName"], "pending")
-        self.assertEqual(index["Projection"], {"ProjectionType": "KEYS_ONLY"})
+        # Two sparse indexes, keys only: the waiting receipts (reconcile's) and the FAILED ones
+        # (the alarm's gauge), each sharded on its own attribute and sorted by arrival.
+        pending, failed = props["GlobalSecondaryIndexes"]
+        for index, shard in [(pending, "pendingShard"), (failed, "failedShard")]:
+            self.assertEqual(
+                index["KeySchema"],
+                [{"AttributeName": shard, "KeyType": "HASH"}, {"AttributeName": "receivedAt", "KeyType": "RANGE"}],
+            )
+            self.assertEqual(index["Projection"], {"ProjectionType": "KEYS_ONLY"})
+        self.assertEqual((pending["IndexName"], failed["IndexName"]), ("pending", "failed"))
 
 
 class StreamWorker(unittest.TestCase):
@@ -266,7 +275,7 @@ class Alarms(unittest.TestCase):
             ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
             ("WebhookReceiver", "ReceiptsWaiting"),
             ("WebhookReceiver", "ReceiptsReconciled"),
-            ("WebhookReceiver", "LeadsFailed"),
+            ("WebhookReceiver", "ReceiptsFailed"),
         ]:
             self.assertIn(wanted, found)
         for name, alarm in alarms.items():
@@ -293,6 +302,16 @@ class Alarms(unittest.TestCase):
         self.assertEqual((overdue["Statistic"], overdue["Period"], overdue["EvaluationPeriods"]), ("Maximum", 900, 1))
         self.assertEqual((overdue["Threshold"], overdue["ComparisonOperator"]), (0, "GreaterThanThreshold"))
         self.assertEqual((overdue["TreatMissingData"], overdue["OKActions"]), ("ignore", [{"Ref": "AlarmTopic"}]))
+
+    def test_failed_receipts_keep_the_alarm_red_until_they_are_redriven_or_expire(self):
+        # A gauge (each reconcile run counts the failed index), not the failures of the last
+        # five minutes: an alarm that cleared itself left FAILED receipts to expire unseen.
+        failed = RESOURCES["LeadsFailedAlarm"]["Properties"]
+        self.assertEqual((failed["MetricName"], failed["Statistic"]), ("ReceiptsFailed", "Maximum"))
+        self.assertEqual((failed["Period"], failed["EvaluationPeriods"]), (900, 1))
+        self.assertEqual((failed["Threshold"], failed["ComparisonOperator"]), (0, "GreaterThanThreshold"))
+        self.assertEqual((failed["TreatMissingData"], failed["OKActions"]), ("ignore", [{"Ref": "AlarmTopic"}]))
+        self.assertIn("receipts redrive", failed["AlarmDescription"])
 
     def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
         sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()
@@ -446,6 +465,18 @@ class EdgeConfig(unittest.TestCase):
         # Cloudflare's invocation logs carry headers and the client's IP: the edge's own line
         # is the request log (SECURITY.md, what the logs hold).
         self.assertIs(logs.get("invocation_logs"), False)
+
+
+class Outputs(unittest.TestCase):
+    def test_the_outputs_name_where_the_operator_looks(self):
+        outputs = TEMPLATE["Outputs"]
+        self.assertEqual(outputs["StreamWorkerLogGroupName"]["Value"], {"Ref": "StreamWorkerLogGroup"})
+        self.assertEqual(outputs["ReconcileLogGroupName"]["Value"], {"Ref": "ReconcileLogGroup"})
+        self.assertEqual(outputs["SinkSettingsSecretArn"]["Value"], {"Ref": "SinkSecretArn"})
+        url = outputs["DashboardUrl"]["Value"]["Fn::Sub"]
+        self.assertTrue(url.startswith("https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}"), url)
+        self.assertTrue(url.endswith("#dashboards/dashboard/${Dashboard}"), url)
+        self.assertEqual(RESOURCES["Dashboard"]["Type"], "AWS::CloudWatch::Dashboard")
 
 
 class DeployPage(unittest.TestCase):

@@ -94,6 +94,15 @@ pub const PENDING_SHARD: &str = "pendingShard";
 /// own writes: 16 values keep the index out of the way up to about 16,000 receipts per second.
 pub const PENDING_SHARDS: u8 = 16;
 
+/// The sparse index of `FAILED` receipts: its partition key (`failedShard`, the same digit as
+/// [`pending_shard`]) is set by the update that fails a receipt and removed by the one that
+/// redrives it, so counting and listing the receipts an operator must act on is one query per
+/// shard (TTL's deletion takes an expired one out too). Spread like [`PENDING_INDEX`], since a
+/// refused configuration can fail every receipt at the rate they arrive.
+pub const FAILED_INDEX: &str = "failed";
+/// The attribute that puts a receipt in [`FAILED_INDEX`].
+pub const FAILED_SHARD: &str = "failedShard";
+
 /// Since when the receipt `item` has been waiting for its lead: `receivedAt`, or `redrivenAt`
 /// when it was redriven later (ISO-8601 text, which orders as time). Reconcile takes a receipt
 /// only when this is older than its threshold, so a receipt just redriven (which the stream is
@@ -167,9 +176,11 @@ impl Receipt {
         item.insert("receivedAt".into(), s(&self.received_at));
         item.insert("expiresAt".into(), AttributeValue::N(alloc::format!("{}", self.expires_at)));
         item.insert("requestId".into(), s(&self.request_id));
-        if self.status == ReceiptStatus::Received {
-            item.insert(PENDING_SHARD.into(), AttributeValue::S(pending_shard(&self.key)));
-        }
+        match self.status {
+            ReceiptStatus::Received => item.insert(PENDING_SHARD.into(), AttributeValue::S(pending_shard(&self.key))),
+            ReceiptStatus::Failed => item.insert(FAILED_SHARD.into(), AttributeValue::S(pending_shard(&self.key))),
+            ReceiptStatus::Completed => None,
+        };
         if let Some(at) = &self.completed_at {
             item.insert("completedAt".into(), s(at));
         }
@@ -264,14 +275,19 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
-    fn only_a_waiting_receipt_is_in_the_pending_index() {
+    fn only_a_waiting_receipt_is_in_the_pending_index_and_only_a_failed_one_in_the_failed_index() {
         let mut receipt = sample();
+        let six = Some(AttributeValue::S("6".into()));
         // printf 'staticforms:form.submitted:sub_8fK2qLw9Xc' | sha256sum: 26…, low nibble 6.
-        assert_eq!(receipt.to_item().get(PENDING_SHARD), Some(&AttributeValue::S("6".into())));
-        for status in [ReceiptStatus::Completed, ReceiptStatus::Failed] {
-            receipt.status = status;
-            assert_eq!(receipt.to_item().get(PENDING_SHARD), None, "{status:?}");
-        }
+        let shards = |receipt: &Receipt| {
+            let item = receipt.to_item();
+            (item.get(PENDING_SHARD).cloned(), item.get(FAILED_SHARD).cloned())
+        };
+        assert_eq!(shards(&receipt), (six.clone(), None));
+        receipt.status = ReceiptStatus::Completed;
+        assert_eq!(shards(&receipt), (None, None));
+        receipt.status = ReceiptStatus::Failed;
+        assert_eq!(shards(&receipt), (None, six));
     }
 
     #[wasm_bindgen_test(unsupported = test)]

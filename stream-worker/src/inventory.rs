@@ -7,7 +7,9 @@ use std::fmt;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::dynamo::Item;
-use shared::receipt::{pending_shard, ReceiptStatus, PENDING_INDEX, PENDING_SHARD, PENDING_SHARDS};
+use shared::receipt::{
+    pending_shard, ReceiptStatus, FAILED_INDEX, FAILED_SHARD, PENDING_INDEX, PENDING_SHARD, PENDING_SHARDS,
+};
 
 use crate::receipts::{from_sdk, old_text, DynamoReceipts};
 
@@ -19,8 +21,9 @@ pub enum OperateError {
     NoSuchTable { table: String },
     /// The credentials were refused, or they may not do this on the table.
     AccessDenied { table: String, code: String },
-    /// The table has no `pending` index (DynamoDB refuses the query on it).
-    NoIndex { table: String },
+    /// The table has no `index` (the sparse `pending` or `failed` one: DynamoDB refuses the
+    /// query on it).
+    NoIndex { table: String, index: &'static str },
     /// No receipt for this submission ID.
     UnknownSubmission { submission_id: String },
     /// The store could not be reached, or answered with another error.
@@ -34,10 +37,13 @@ impl fmt::Display for OperateError {
                 f,
                 "table {table:?} (or its {PENDING_INDEX:?} index) was not found: check RECEIPTS_TABLE and AWS_REGION"
             ),
-            OperateError::NoIndex { table } => write!(
-                f,
-                "table {table:?} has no {PENDING_INDEX:?} index (create the table from template.yaml), or use reconcile --scan"
-            ),
+            OperateError::NoIndex { table, index } => {
+                write!(f, "table {table:?} has no {index:?} index (create or update the table from template.yaml)")?;
+                if *index == PENDING_INDEX {
+                    f.write_str(", or use reconcile --scan")?;
+                }
+                Ok(())
+            }
             OperateError::AccessDenied { table, code } => {
                 write!(f, "the AWS credentials may not do this on table {table:?} ({code})")
             }
@@ -85,40 +91,74 @@ impl DynamoReceipts {
     /// sparse index: one query per shard, paged, reading only the index's keys.
     pub async fn overdue(&self, cutoff: &str) -> Result<Vec<String>, OperateError> {
         let mut keys = Vec::new();
-        for shard in 0..PENDING_SHARDS {
-            let shard = format!("{shard:x}");
+        self.each_shard(PENDING_INDEX, PENDING_SHARD, Some(cutoff), false, |page| {
+            keys.extend(page.items().iter().filter_map(|item| match item.get("pk") {
+                Some(AttributeValue::S(key)) => Some(key.clone()),
+                _ => None,
+            }))
+        })
+        .await?;
+        Ok(keys)
+    }
+
+    /// How many receipts are `FAILED` now, from their sparse index: one `COUNT` query per shard,
+    /// paged (DynamoDB counts up to 1 MB of index entries per page).
+    pub async fn failed_count(&self) -> Result<u64, OperateError> {
+        let mut count = 0u64;
+        self.each_shard(FAILED_INDEX, FAILED_SHARD, None, true, |page| {
+            count += u64::try_from(page.count()).unwrap_or_default()
+        })
+        .await?;
+        Ok(count)
+    }
+
+    /// Queries every shard of the sparse `index` (partition key `shard`, sort key `receivedAt`,
+    /// before `before` when given), page by page, handing each page to `page`; `count` asks for
+    /// the number of entries only.
+    async fn each_shard(
+        &self,
+        index: &'static str,
+        shard: &str,
+        before: Option<&str>,
+        count: bool,
+        mut page: impl FnMut(aws_sdk_dynamodb::operation::query::QueryOutput),
+    ) -> Result<(), OperateError> {
+        for value in 0..PENDING_SHARDS {
+            let mut request = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .expression_attribute_names("#shard", shard)
+                .expression_attribute_values(":shard", AttributeValue::S(format!("{value:x}")));
+            request = match before {
+                Some(before) => request
+                    .key_condition_expression("#shard = :shard AND receivedAt < :before")
+                    .expression_attribute_values(":before", AttributeValue::S(before.to_owned())),
+                None => request.key_condition_expression("#shard = :shard"),
+            };
+            if count {
+                request = request.select(aws_sdk_dynamodb::types::Select::Count);
+            }
             let mut start: PageKey = None;
             loop {
-                let page = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name(PENDING_INDEX)
-                    .key_condition_expression("#shard = :shard AND receivedAt < :cutoff")
-                    .expression_attribute_names("#shard", PENDING_SHARD)
-                    .expression_attribute_values(":shard", AttributeValue::S(shard.clone()))
-                    .expression_attribute_values(":cutoff", AttributeValue::S(cutoff.to_owned()))
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(|e| match operate_error(&self.table, &e) {
+                let output = request.clone().set_exclusive_start_key(start).send().await.map_err(|e| {
+                    match operate_error(&self.table, &e) {
                         // The request is fixed; what DynamoDB can find invalid is the index.
                         OperateError::Store { code } if code == "ValidationException" => {
-                            OperateError::NoIndex { table: self.table.clone() }
+                            OperateError::NoIndex { table: self.table.clone(), index }
                         }
                         other => other,
-                    })?;
-                keys.extend(page.items().iter().filter_map(|item| match item.get("pk") {
-                    Some(AttributeValue::S(key)) => Some(key.clone()),
-                    _ => None,
-                }));
-                start = page.last_evaluated_key;
+                    }
+                })?;
+                start = output.last_evaluated_key.clone();
+                page(output);
                 if start.is_none() {
                     break;
                 }
             }
         }
-        Ok(keys)
+        Ok(())
     }
 
     /// Keys of receipts still `RECEIVED` before `cutoff`, by reading the whole table: for
@@ -234,8 +274,9 @@ impl DynamoReceipts {
                 "attribute_exists(pk) AND receivedAt = :receivedAt AND #status = :failed AND {same_failure} AND expiresAt > :nowSecs"
             ))
             .update_expression(
-                "SET #status = :received, #shard = :shard, redrivenAt = :now REMOVE failedAt, failureReason",
+                "SET #status = :received, #shard = :shard, redrivenAt = :now REMOVE failedAt, failureReason, #failedShard",
             )
+            .expression_attribute_names("#failedShard", FAILED_SHARD)
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#shard", PENDING_SHARD)
             .expression_attribute_values(":receivedAt", s(received_at))
@@ -312,7 +353,11 @@ mod tests {
         let said = |error: OperateError| error.to_string();
         assert!(said(error_of_code(table, Some("ResourceNotFoundException")))
             .contains("check RECEIPTS_TABLE and AWS_REGION"));
-        assert!(said(OperateError::NoIndex { table: table.into() }).contains("or use reconcile --scan"));
+        assert!(said(OperateError::NoIndex { table: table.into(), index: PENDING_INDEX }).ends_with(
+            "has no \"pending\" index (create or update the table from template.yaml), or use reconcile --scan"
+        ));
+        assert!(said(OperateError::NoIndex { table: table.into(), index: FAILED_INDEX })
+            .ends_with("has no \"failed\" index (create or update the table from template.yaml)"));
         assert_eq!(
             said(error_of_code(table, Some("ExpiredTokenException"))),
             "the AWS credentials may not do this on table \"receipts\" (ExpiredTokenException)"

@@ -30,6 +30,9 @@ pub struct ReconcileReport {
     pub tally: Tally,
     /// Overdue receipts not reached before the invocation's deadline (the next run takes them).
     pub not_reached: u64,
+    /// Receipts `FAILED` in the table when the run ended, from their sparse index (`None` when
+    /// the run read the table with `--scan`: a table made before the indexes).
+    pub failed_now: Option<u64>,
 }
 
 impl ReconcileReport {
@@ -54,29 +57,28 @@ impl ReconcileReport {
             "retryLater": self.tally.retried_total(),
             "notReached": self.not_reached,
             "stillWaiting": self.still_waiting(),
+            "failedInTable": self.failed_now,
         })
     }
 
     /// The report for people: one count per line.
     pub fn to_text(&self) -> String {
         let Value::Object(fields) = self.to_json() else { return String::new() };
-        fields.iter().map(|(name, n)| format!("{name:>16}  {n}\n")).collect()
+        fields.iter().filter(|(_, n)| !n.is_null()).map(|(name, n)| format!("{name:>16}  {n}\n")).collect()
     }
 
-    /// EMF lines: `ReceiptsOverdue`, `ReceiptsReconciled`, `ReceiptsWaiting` (the alarm's), then
-    /// the tally's own lines.
+    /// EMF lines: `ReceiptsOverdue`, `ReceiptsReconciled`, `ReceiptsWaiting` and `ReceiptsFailed`
+    /// (gauges the alarms watch), then the tally's own lines.
     pub fn emf_lines(&self, timestamp_ms: u64) -> Vec<String> {
         use shared::metrics::{emf_line, Metric, Unit};
         let count = |name, value| Metric { name, unit: Unit::Count, value };
-        let mut lines = vec![emf_line(
-            timestamp_ms,
-            &[("service", SERVICE)],
-            &[
-                count("ReceiptsOverdue", self.overdue),
-                count("ReceiptsReconciled", self.tally.written),
-                count("ReceiptsWaiting", self.still_waiting()),
-            ],
-        )];
+        let mut gauges = vec![
+            count("ReceiptsOverdue", self.overdue),
+            count("ReceiptsReconciled", self.tally.written),
+            count("ReceiptsWaiting", self.still_waiting()),
+        ];
+        gauges.extend(self.failed_now.map(|failed| count("ReceiptsFailed", failed)));
+        let mut lines = vec![emf_line(timestamp_ms, &[("service", SERVICE)], &gauges)];
         lines.extend(self.tally.emf_lines(timestamp_ms));
         lines
     }
@@ -85,7 +87,8 @@ impl ReconcileReport {
 /// Settles every receipt still `RECEIVED` whose `receivedAt` is before `cutoff` (ISO-8601):
 /// found through the sparse `pending` index, or with `scan` by reading the whole table (for
 /// receipts written before the index existed). Stops starting receipts when `deadline` would
-/// not cover one more. `progress(done, total)` is called after each receipt.
+/// not cover one more. `progress(done, total)` is called after each receipt. Then counts the
+/// receipts `FAILED` (from their index; not with `scan`).
 pub async fn reconcile<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
     cutoff: &str,
@@ -107,6 +110,9 @@ pub async fn reconcile<S: LeadSink + Sync>(
             Err(reason) => report.tally.retry(reason),
         }
         progress(done + 1, keys.len());
+    }
+    if !scan {
+        report.failed_now = Some(handler.receipts.failed_count().await?);
     }
     Ok(report)
 }
@@ -503,7 +509,7 @@ mod tests {
 
     #[test]
     fn a_report_counts_what_is_still_waiting() {
-        let mut report = ReconcileReport { overdue: 5, not_reached: 1, ..Default::default() };
+        let mut report = ReconcileReport { overdue: 5, not_reached: 1, failed_now: Some(3), ..Default::default() };
         report.tally.settled("completed", None);
         report.tally.settled("not_received", None);
         report.tally.retry("sink_unavailable");
@@ -517,7 +523,13 @@ mod tests {
         let lines = report.emf_lines(7);
         let first: Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!((first["ReceiptsOverdue"].as_u64(), first["ReceiptsWaiting"].as_u64()), (Some(5), Some(2)));
-        assert_eq!(first["ReceiptsReconciled"], 1);
+        assert_eq!((first["ReceiptsReconciled"].as_u64(), first["ReceiptsFailed"].as_u64()), (Some(1), Some(3)));
         assert!(report.to_text().contains("stillWaiting  2"), "{}", report.to_text());
+        assert!(report.to_text().contains("failedInTable  3"), "{}", report.to_text());
+        // A run by scan (a table made before the indexes) has no count: no gauge, no line.
+        report.failed_now = None;
+        let first: Value = serde_json::from_str(&report.emf_lines(7)[0]).unwrap();
+        assert!(first.get("ReceiptsFailed").is_none(), "{first}");
+        assert!(!report.to_text().contains("failedInTable"), "{}", report.to_text());
     }
 }

@@ -103,8 +103,12 @@ impl ReceiptStore for DynamoReceipts {
             .expression_attribute_values(":now", s(now))
             .expression_attribute_values(":receivedAt", s(received_at));
         if let Mark::Failed(reason) = mark {
-            expression.push_str(", failureReason = :reason");
-            update = update.expression_attribute_values(":reason", s(reason));
+            // Into the index of FAILED receipts (the alarm's gauge, the console's list).
+            expression.push_str(", failureReason = :reason, #failedShard = :failedShard");
+            update = update
+                .expression_attribute_values(":reason", s(reason))
+                .expression_attribute_names("#failedShard", shared::receipt::FAILED_SHARD)
+                .expression_attribute_values(":failedShard", s(&shared::receipt::pending_shard(key)));
         }
         // Out of the index of waiting receipts (reconcile's), in the same write.
         expression.push_str(" REMOVE ");

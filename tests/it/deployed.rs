@@ -161,6 +161,7 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     assert_eq!((answer.status, answer.header("x-amz-function-error")), (200, None), "{}", answer.body);
     let report = answer.json();
     assert_eq!((report["overdue"].as_u64(), report["completed"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(report["failedInTable"], 1, "the refused receipt, counted from the failed index: {report}");
     assert_eq!(stack.status(&late), "COMPLETED");
     assert_eq!(stack.accepted(&late), 1, "one lead for the late submission");
 
@@ -206,6 +207,24 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     let alarms: Vec<&str> =
         deployed["widgets"][1]["properties"]["alarms"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
     assert_eq!(alarms.len(), 9, "every alarm, the silence alarm too: {alarms:?}");
+    // The stack's outputs name where the operator looks: the dashboard, the log groups, the
+    // sink secret.
+    let outputs = stack.aws.stack_outputs("webhooks");
+    let (dashboard_name, _) = dashboards.iter().find(|(name, _)| name.ends_with("-webhooks")).unwrap();
+    assert_eq!(
+        outputs.get("DashboardUrl").map(String::as_str),
+        Some(format!("https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#dashboards/dashboard/{dashboard_name}").as_str()),
+        "{outputs:?}"
+    );
+    let groups: BTreeSet<String> = stack.aws.log_lines().into_iter().map(|(group, _)| group).collect();
+    assert_ne!(outputs.get("StreamWorkerLogGroupName"), outputs.get("ReconcileLogGroupName"), "{outputs:?}");
+    for output in ["StreamWorkerLogGroupName", "ReconcileLogGroupName"] {
+        assert!(outputs.get(output).is_some_and(|group| groups.contains(group)), "{output}: {outputs:?} {groups:?}");
+    }
+    assert!(
+        outputs.get("SinkSettingsSecretArn").is_some_and(|arn| arn.contains(":secret:webhooks/sink")),
+        "{outputs:?}"
+    );
     assert!(alarms.iter().all(|a| a.starts_with("arn:aws:cloudwatch:") && a.contains(":alarm:")), "{alarms:?}");
     assert_eq!(
         deployed["widgets"].as_array().unwrap().len(),
@@ -216,9 +235,9 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     lines.extend(edge_lines.map(|line| ("edge".to_owned(), line)));
     let emitted = emitted_metrics(&lines);
     let shown = dashboard_metrics("WebhookReceiver");
-    // Ten: deliveries, latency p50 and p99, waiting, overdue, retried, written, failed,
-    // absorbed, failed by reason (a new widget changes this count on purpose).
-    assert_eq!(shown.len(), 10, "the dashboard's metrics of the code's namespace: {shown:?}");
+    // Eleven: deliveries, latency p50 and p99, waiting, overdue, FAILED now, retried, written,
+    // failed, absorbed, failed by reason (a new widget changes this count on purpose).
+    assert_eq!(shown.len(), 11, "the dashboard's metrics of the code's namespace: {shown:?}");
     let unwritten: Vec<&WidgetMetric> = shown
         .iter()
         .filter(|m| {

@@ -196,6 +196,12 @@ fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
         let body = delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713);
         put_item(&store, TABLE, &tests::aws::receipt(&body, now - age_ms).to_item());
     }
+    // Two FAILED receipts (in their index) the run counts, under the role's own policy.
+    for id in ["sub_failed_1", "sub_failed_2"] {
+        let mut failed = tests::aws::receipt(&delivery::body(id, delivery::VISITOR_MESSAGE, 1_796_019_713), now);
+        failed.status = shared::receipt::ReceiptStatus::Failed;
+        put_item(&store, TABLE, &failed.to_item());
+    }
     let postgres = Postgres::start();
     // A scheduled event, as EventBridge sends it.
     let event = json!({"version": "0", "id": "e1", "detail-type": "Scheduled Event", "source": "aws.events",
@@ -228,8 +234,9 @@ fn the_reconcile_function_settles_overdue_receipts_and_writes_its_metrics() {
         .iter()
         .map(|m| m["Name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["ReceiptsOverdue", "ReceiptsReconciled", "ReceiptsWaiting"]);
+    assert_eq!(names, ["ReceiptsOverdue", "ReceiptsReconciled", "ReceiptsWaiting", "ReceiptsFailed"]);
     assert_eq!((first["ReceiptsOverdue"].as_u64(), first["ReceiptsWaiting"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(first["ReceiptsFailed"], 2, "the LeadsFailed alarm's gauge");
     assert_eq!(first["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["service"]]));
     assert!(metrics.iter().any(|m| m["LeadsWritten"] == 1), "{}", invocation.stdout);
     for private in [delivery::VISITOR_EMAIL, delivery::VISITOR_NAME, delivery::VISITOR_MESSAGE] {

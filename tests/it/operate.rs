@@ -229,6 +229,9 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2", "sub_bad_3"], "oldest first");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
     assert_eq!(failed.as_array().unwrap().len(), 3);
+    // Reconcile counts them from their index (the LeadsFailed alarm's gauge), settling nothing.
+    let counted = w.json(&["reconcile", "--force", "--older-than", "1m", "--json"]);
+    assert_eq!((counted["overdue"].as_u64(), counted["failedInTable"].as_u64()), (Some(0), Some(3)), "{counted}");
     assert_eq!(failed[0]["failureReason"], "sink_rejected");
     assert!(failed[0]["failedAt"].is_string());
     assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
@@ -263,11 +266,17 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     let item = w.store.get(TABLE, &delivery::key("sub_bad")).unwrap();
     assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
     assert!(item.get(shared::receipt::PENDING_SHARD).is_some(), "back in the pending index: {item}");
+    assert!(item.get(shared::receipt::FAILED_SHARD).is_none(), "out of the failed index: {item}");
     // Received 3 hours ago but waiting only since now: reconcile leaves it to the stream.
     let left = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
     assert_eq!(
-        (left["overdue"].as_u64(), left["skipped"].as_u64(), left["completed"].as_u64()),
-        (Some(1), Some(1), Some(0))
+        (
+            left["overdue"].as_u64(),
+            left["skipped"].as_u64(),
+            left["completed"].as_u64(),
+            left["failedInTable"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0), Some(2))
     );
     assert_eq!(w.status("sub_bad"), "RECEIVED");
     // The stream takes the reopened receipt (its MODIFY record is a waiting receipt).

@@ -921,6 +921,10 @@ async fn the_received_at_guard_holds_against_the_real_store() {
         (Some("FAILED"), Some("sink_rejected"))
     );
     assert!(item["pendingShard"].is_null(), "a FAILED receipt is not waiting: {item}");
+    // It is in the index of FAILED receipts (the alarm's gauge), by the same shard digit; a
+    // COMPLETED one is not.
+    assert_eq!(item["failedShard"]["S"].as_str(), Some(shared::receipt::pending_shard(&failing).as_str()), "{item}");
+    assert!(w.store.get(TABLE, &key).unwrap()["failedShard"].is_null());
 }
 
 /// A store error body as DynamoDB's JSON protocol writes it.

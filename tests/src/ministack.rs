@@ -298,8 +298,26 @@ impl Ministack {
         ]);
     }
 
+    /// The outputs of the CloudFormation stack `name` (`DescribeStacks`), by key.
+    pub fn stack_outputs(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+        let xml = self.query_api("cloudformation", "2010-05-15", &[("Action", "DescribeStacks"), ("StackName", name)]);
+        xml.split("<OutputKey>")
+            .skip(1)
+            .filter_map(|rest| {
+                let (key, rest) = rest.split_once("</OutputKey>")?;
+                let value = rest.split_once("<OutputValue>")?.1.split_once("</OutputValue>")?.0;
+                Some((key.to_owned(), value.replace("&amp;", "&")))
+            })
+            .collect()
+    }
+
     fn iam(&self, params: &[(&str, &str)]) -> String {
-        let mut form = String::from("Version=2010-05-08");
+        self.query_api("iam", "2010-05-08", params)
+    }
+
+    /// A call to one of the AWS query-protocol APIs (`service`, API `version`); the XML answer.
+    fn query_api(&self, service: &str, version: &str, params: &[(&str, &str)]) -> String {
+        let mut form = format!("Version={version}");
         for (name, value) in params {
             form.push_str(&format!("&{name}={}", url_encode(value)));
         }
@@ -309,15 +327,12 @@ impl Ministack {
             &[
                 ("Content-Type", "application/x-www-form-urlencoded"),
                 ("X-Amz-Date", "20260101T000000Z"),
-                (
-                    "Authorization",
-                    "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host;x-amz-date, Signature=0",
-                ),
+                ("Authorization", &format!("AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host;x-amz-date, Signature=0")),
             ],
             form.as_bytes(),
         )
         .expect("ministack answers");
-        assert_eq!(answer.status, 200, "IAM {params:?}: {}", answer.body);
+        assert_eq!(answer.status, 200, "{service} {params:?}: {}", answer.body);
         answer.body
     }
 }
