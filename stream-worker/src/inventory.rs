@@ -82,6 +82,17 @@ fn error_of_code(table: &str, code: Option<&str>) -> OperateError {
 /// A page's continuation (DynamoDB's `LastEvaluatedKey`).
 type PageKey = Option<HashMap<String, AttributeValue>>;
 
+/// The receipt keys (`pk`) of a page of a keys-only index.
+fn keys_of(page: &aws_sdk_dynamodb::operation::query::QueryOutput) -> Vec<String> {
+    page.items()
+        .iter()
+        .filter_map(|item| match item.get("pk") {
+            Some(AttributeValue::S(key)) => Some(key.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What [`DynamoReceipts::list`] returns for one receipt: everything but the payload.
 pub const LISTED: &str =
     "pk, #profile, submissionId, #status, receivedAt, completedAt, failedAt, failureReason, requestId, redrivenAt";
@@ -91,13 +102,22 @@ impl DynamoReceipts {
     /// sparse index: one query per shard, paged, reading only the index's keys.
     pub async fn overdue(&self, cutoff: &str) -> Result<Vec<String>, OperateError> {
         let mut keys = Vec::new();
-        self.each_shard(PENDING_INDEX, PENDING_SHARD, Some(cutoff), false, |page| {
-            keys.extend(page.items().iter().filter_map(|item| match item.get("pk") {
-                Some(AttributeValue::S(key)) => Some(key.clone()),
-                _ => None,
-            }))
-        })
-        .await?;
+        self.each_shard(PENDING_INDEX, PENDING_SHARD, Some(("<", cutoff)), false, |page| keys.extend(keys_of(&page)))
+            .await?;
+        Ok(keys)
+    }
+
+    /// Keys of the receipts in the sparse `index` (partition key `shard`) received at or after
+    /// `since`, when given: one query per shard, paged, reading only the index's keys.
+    async fn indexed(
+        &self,
+        index: &'static str,
+        shard: &str,
+        since: Option<&str>,
+    ) -> Result<Vec<String>, OperateError> {
+        let mut keys = Vec::new();
+        let range = since.map(|since| (">=", since));
+        self.each_shard(index, shard, range, false, |page| keys.extend(keys_of(&page))).await?;
         Ok(keys)
     }
 
@@ -113,13 +133,13 @@ impl DynamoReceipts {
     }
 
     /// Queries every shard of the sparse `index` (partition key `shard`, sort key `receivedAt`,
-    /// before `before` when given), page by page, handing each page to `page`; `count` asks for
-    /// the number of entries only.
+    /// compared with `range`'s operator and value when given), page by page, handing each page
+    /// to `page`; `count` asks for the number of entries only.
     async fn each_shard(
         &self,
         index: &'static str,
         shard: &str,
-        before: Option<&str>,
+        range: Option<(&str, &str)>,
         count: bool,
         mut page: impl FnMut(aws_sdk_dynamodb::operation::query::QueryOutput),
     ) -> Result<(), OperateError> {
@@ -131,10 +151,10 @@ impl DynamoReceipts {
                 .index_name(index)
                 .expression_attribute_names("#shard", shard)
                 .expression_attribute_values(":shard", AttributeValue::S(format!("{value:x}")));
-            request = match before {
-                Some(before) => request
-                    .key_condition_expression("#shard = :shard AND receivedAt < :before")
-                    .expression_attribute_values(":before", AttributeValue::S(before.to_owned())),
+            request = match range {
+                Some((operator, at)) => request
+                    .key_condition_expression(format!("#shard = :shard AND receivedAt {operator} :at"))
+                    .expression_attribute_values(":at", AttributeValue::S(at.to_owned())),
                 None => request.key_condition_expression("#shard = :shard"),
             };
             if count {
@@ -168,15 +188,86 @@ impl DynamoReceipts {
         Ok(items.iter().filter_map(|item| item.get("pk").and_then(|v| v.as_s()).map(str::to_owned)).collect())
     }
 
+    /// Puts every `FAILED` receipt that is not in the `failed` index (failed before the index
+    /// existed) into it, by reading the whole table; how many it put. Each update is
+    /// conditional on the receipt still being `FAILED` and outside the index.
+    pub async fn index_failed_by_scan(&self) -> Result<u64, OperateError> {
+        let items = self.scan(Some(ReceiptStatus::Failed), None, None, "pk, failedShard").await?;
+        let mut indexed = 0;
+        for item in items.iter().filter(|item| !item.contains_key(FAILED_SHARD)) {
+            let Some(key) = item.get("pk").and_then(|v| v.as_s()) else { continue };
+            let update = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", AttributeValue::S(key.to_owned()))
+                .condition_expression("#status = :failed AND attribute_not_exists(#failedShard)")
+                .update_expression("SET #failedShard = :shard")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#failedShard", FAILED_SHARD)
+                .expression_attribute_values(":failed", AttributeValue::S(ReceiptStatus::Failed.as_str().into()))
+                .expression_attribute_values(":shard", AttributeValue::S(pending_shard(key)));
+            match update.send().await {
+                Ok(_) => indexed += 1,
+                Err(error) => match error.as_service_error() {
+                    // Redriven or indexed meanwhile: nothing to do.
+                    Some(failed) if failed.is_conditional_check_failed_exception() => {}
+                    _ => return Err(operate_error(&self.table, &error)),
+                },
+            }
+        }
+        Ok(indexed)
+    }
+
     /// Receipts (without their payloads) with `status` and received at or after `since`,
-    /// oldest first. A scan: it reads the whole table.
+    /// oldest first. `RECEIVED` and `FAILED` ones are found in their sparse index and read
+    /// one by one (consistently: one that changed since the index listed it is left out), so
+    /// the cost is the receipts listed, not the table; `COMPLETED` ones, or every status, by a
+    /// scan, which reads the whole table.
     pub async fn list(&self, status: Option<ReceiptStatus>, since: Option<&str>) -> Result<Vec<Item>, OperateError> {
-        let mut items = self.scan(status, since, None, LISTED).await?;
+        let indexed = match status {
+            Some(ReceiptStatus::Received) => Some(self.indexed(PENDING_INDEX, PENDING_SHARD, since).await?),
+            Some(ReceiptStatus::Failed) => Some(self.indexed(FAILED_INDEX, FAILED_SHARD, since).await?),
+            _ => None,
+        };
+        let mut items = match (indexed, status) {
+            (Some(keys), Some(status)) => self.read_listed(&keys, status).await?,
+            _ => self.scan(status, since, None, LISTED).await?,
+        };
         items.sort_by(|a, b| {
             let at = |i: &Item| i.get("receivedAt").and_then(|v| v.as_s()).map(str::to_owned);
             at(a).cmp(&at(b))
         });
         Ok(items)
+    }
+
+    /// The receipts `keys` (their [`LISTED`] attributes), read consistently, 16 at a time; those
+    /// no longer in `status` (or gone) are left out.
+    async fn read_listed(&self, keys: &[String], status: ReceiptStatus) -> Result<Vec<Item>, OperateError> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        // Owned keys: a closure over borrowed ones is not `Send` for every lifetime (the console's
+        // handlers need it to be).
+        let read = stream::iter(keys.to_vec().into_iter().map(|key| self.read_one(key))).buffered(16);
+        let items: Vec<Option<Item>> = read.try_collect().await?;
+        let in_status = |item: &Item| item.get("status").and_then(|v| v.as_s()) == Some(status.as_str());
+        Ok(items.into_iter().flatten().filter(in_status).collect())
+    }
+
+    /// The receipt `key`'s [`LISTED`] attributes, read consistently; `None` when it is gone.
+    async fn read_one(&self, key: String) -> Result<Option<Item>, OperateError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(key))
+            .projection_expression(LISTED)
+            .expression_attribute_names("#profile", "profile")
+            .expression_attribute_names("#status", "status")
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| operate_error(&self.table, &e))?;
+        Ok(output.item.map(|item| item.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()))
     }
 
     async fn scan(
@@ -324,6 +415,20 @@ pub enum Reopen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_page_gives_its_receipts_keys() {
+        use aws_sdk_dynamodb::operation::query::QueryOutput;
+        let entry = |pk: AttributeValue| HashMap::from([("pk".to_owned(), pk)]);
+        let page = QueryOutput::builder()
+            .items(entry(AttributeValue::S("tally:r1".into())))
+            .items(entry(AttributeValue::N("7".into())))
+            .items(HashMap::new())
+            .items(entry(AttributeValue::S("tally:r2".into())))
+            .build();
+        assert_eq!(keys_of(&page), ["tally:r1", "tally:r2"]);
+        assert!(keys_of(&QueryOutput::builder().build()).is_empty());
+    }
 
     #[test]
     fn the_store_s_error_codes_say_what_the_operator_must_check() {

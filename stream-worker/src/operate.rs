@@ -31,8 +31,11 @@ pub struct ReconcileReport {
     /// Overdue receipts not reached before the invocation's deadline (the next run takes them).
     pub not_reached: u64,
     /// Receipts `FAILED` in the table when the run ended, from their sparse index (`None` when
-    /// the run read the table with `--scan`: a table made before the indexes).
+    /// a run with `--scan` found a table without that index).
     pub failed_now: Option<u64>,
+    /// `FAILED` receipts a run with `--scan` put into the `failed` index (failed before it
+    /// existed).
+    pub failed_indexed: u64,
 }
 
 impl ReconcileReport {
@@ -58,6 +61,7 @@ impl ReconcileReport {
             "notReached": self.not_reached,
             "stillWaiting": self.still_waiting(),
             "failedInTable": self.failed_now,
+            "failedIndexed": self.failed_indexed,
         })
     }
 
@@ -88,7 +92,8 @@ impl ReconcileReport {
 /// found through the sparse `pending` index, or with `scan` by reading the whole table (for
 /// receipts written before the index existed). Stops starting receipts when `deadline` would
 /// not cover one more. `progress(done, total)` is called after each receipt. Then counts the
-/// receipts `FAILED` (from their index; not with `scan`).
+/// receipts `FAILED` from their index; with `scan`, first puts the ones that failed before the
+/// index existed into it (and counts only when the table has the index).
 pub async fn reconcile<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
     cutoff: &str,
@@ -111,9 +116,14 @@ pub async fn reconcile<S: LeadSink + Sync>(
         }
         progress(done + 1, keys.len());
     }
-    if !scan {
-        report.failed_now = Some(handler.receipts.failed_count().await?);
+    if scan {
+        report.failed_indexed = handler.receipts.index_failed_by_scan().await?;
     }
+    report.failed_now = match handler.receipts.failed_count().await {
+        Ok(failed) => Some(failed),
+        Err(OperateError::NoIndex { .. }) if scan => None,
+        Err(error) => return Err(error),
+    };
     Ok(report)
 }
 
@@ -526,7 +536,9 @@ mod tests {
         assert_eq!((first["ReceiptsReconciled"].as_u64(), first["ReceiptsFailed"].as_u64()), (Some(1), Some(3)));
         assert!(report.to_text().contains("stillWaiting  2"), "{}", report.to_text());
         assert!(report.to_text().contains("failedInTable  3"), "{}", report.to_text());
-        // A run by scan (a table made before the indexes) has no count: no gauge, no line.
+        report.failed_indexed = 4;
+        assert_eq!(report.to_json()["failedIndexed"], 4);
+        // A run by scan on a table without the failed index has no count: no gauge, no line.
         report.failed_now = None;
         let first: Value = serde_json::from_str(&report.emf_lines(7)[0]).unwrap();
         assert!(first.get("ReceiptsFailed").is_none(), "{first}");

@@ -164,6 +164,22 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     let scanned = w.json(&["reconcile", "--force", "--older-than", "1h", "--scan", "--json"]);
     assert_eq!((scanned["overdue"].as_u64(), scanned["completed"].as_u64()), (Some(1), Some(1)), "{scanned}");
     assert_eq!(w.status("sub_legacy"), "COMPLETED");
+    // A receipt that FAILED before the failed index existed (no failedShard) is neither counted
+    // nor listed from the index, until --scan puts it there (once).
+    let mut legacy_failed = receipt(&delivery::body("sub_legacy_failed", "x", 1), now_millis() - 7_200_000);
+    legacy_failed.status = shared::receipt::ReceiptStatus::Failed;
+    let mut item = legacy_failed.to_item();
+    item.remove(shared::receipt::FAILED_SHARD);
+    put_item(&w.store, TABLE, &item);
+    let unseen = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
+    assert_eq!((unseen["failedInTable"].as_u64(), unseen["failedIndexed"].as_u64()), (Some(0), Some(0)), "{unseen}");
+    assert_eq!(w.json(&["receipts", "list", "--status", "FAILED", "--json"]), serde_json::json!([]));
+    let indexed = w.json(&["reconcile", "--force", "--older-than", "1h", "--scan", "--json"]);
+    assert_eq!((indexed["failedIndexed"].as_u64(), indexed["failedInTable"].as_u64()), (Some(1), Some(1)), "{indexed}");
+    let listed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
+    assert_eq!(listed[0]["submissionId"], "sub_legacy_failed", "{listed}");
+    let again = w.json(&["reconcile", "--force", "--older-than", "1h", "--scan", "--json"]);
+    assert_eq!(again["failedIndexed"], 0, "{again}");
 
     // The text report, for people.
     let text = w.run(&["reconcile", "--force", "--older-than", "15m"]);
@@ -229,6 +245,28 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2", "sub_bad_3"], "oldest first");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
     assert_eq!(failed.as_array().unwrap().len(), 3);
+    // The list reads the index, then each receipt consistently: an index entry that lags the
+    // table (a receipt completed since) is left out.
+    w.store.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &serde_json::json!({
+            "TableName": TABLE,
+            "Key": {"pk": {"S": delivery::key("sub_ok")}},
+            "UpdateExpression": "SET failedShard = :shard",
+            "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&delivery::key("sub_ok"))}},
+        }),
+    );
+    let listed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["sub_bad", "sub_bad_2", "sub_bad_3"], "oldest first, the completed one left out");
+    assert_eq!(
+        w.json(&["receipts", "list", "--status", "FAILED", "--since", "1h", "--json"]).as_array().unwrap().len(),
+        2
+    );
+    w.store.ok(
+        "DynamoDB_20120810.UpdateItem",
+        &serde_json::json!({"TableName": TABLE, "Key": {"pk": {"S": delivery::key("sub_ok")}}, "UpdateExpression": "REMOVE failedShard"}),
+    );
     // Reconcile counts them from their index (the LeadsFailed alarm's gauge), settling nothing.
     let counted = w.json(&["reconcile", "--force", "--older-than", "1m", "--json"]);
     assert_eq!((counted["overdue"].as_u64(), counted["failedInTable"].as_u64()), (Some(0), Some(3)), "{counted}");
@@ -446,6 +484,13 @@ fn mistakes_get_errors_that_say_what_to_check() {
     assert!(!no_index.status.success());
     assert!(stderr(&no_index).contains(r#"table "plain" has no "pending" index"#), "{}", stderr(&no_index));
     assert!(w.run_with(&["reconcile", "--force", "--older-than", "1m", "--scan"], &on_plain).status.success());
+    let no_failed_index = w.run_with(&["receipts", "list", "--status", "FAILED"], &on_plain);
+    assert!(!no_failed_index.status.success());
+    assert!(
+        stderr(&no_failed_index).contains(r#"table "plain" has no "failed" index (create or update the table"#),
+        "{}",
+        stderr(&no_failed_index)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
