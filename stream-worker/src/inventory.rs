@@ -247,7 +247,7 @@ impl DynamoReceipts {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
         // Owned keys: a closure over borrowed ones is not `Send` for every lifetime (the console's
         // handlers need it to be).
-        let read = stream::iter(keys.to_vec().into_iter().map(|key| self.read_one(key))).buffered(16);
+        let read = stream::iter(keys.iter().cloned().map(|key| self.read_one(key))).buffered(16);
         let items: Vec<Option<Item>> = read.try_collect().await?;
         let in_status = |item: &Item| item.get("status").and_then(|v| v.as_s()) == Some(status.as_str());
         Ok(items.into_iter().flatten().filter(in_status).collect())
