@@ -451,6 +451,68 @@ class DeployScript(unittest.TestCase):
         self.assertRegex(script, r'sam validate --region "\$region" --template-file template.yaml')
 
 
+class FirstDeploy(unittest.TestCase):
+    """deploy/concurrency.py against clients answering as Lambda's GetAccountSettings and
+    CloudFormation's DescribeStacks document (and ministack answers: docs/testing.md)."""
+
+    @staticmethod
+    def module():
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("concurrency", ROOT / "deploy/concurrency.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    class Lambda:
+        def __init__(self, limit, unreserved):
+            self.limits = {"ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": unreserved}
+
+        def get_account_settings(self):
+            return {"AccountLimit": self.limits, "AccountUsage": {"FunctionCount": 0}}
+
+    class CloudFormation:
+        def __init__(self, status=None):
+            self.status = status
+
+        def describe_stacks(self, StackName):
+            from botocore.exceptions import ClientError
+
+            if self.status is None:
+                raise ClientError({"Error": {"Code": "ValidationError", "Message": f"Stack with id {StackName} does not exist"}},
+                                  "DescribeStacks")
+            return {"Stacks": [{"StackName": StackName, "StackStatus": self.status}]}
+
+    def test_a_first_create_that_cannot_reserve_reconcile_s_execution_is_refused_before_it_starts(self):
+        concurrency = self.module()
+        new, existing = self.CloudFormation(), self.CloudFormation("UPDATE_COMPLETE")
+        # A new account (limit 10, all unreserved): Lambda's minimum is the whole limit.
+        reason = concurrency.check(new, self.Lambda(10, 10), "webhooks", "1")
+        self.assertIn("below Lambda's minimum of 10", reason)
+        self.assertIn("ReconcileConcurrency=unreserved", reason)
+        # 100 must stay unreserved: 101 leaves exactly 100; 100 would leave 99.
+        self.assertIsNone(concurrency.check(new, self.Lambda(1000, 101), "webhooks", "1"))
+        self.assertIn("leave 99", concurrency.check(new, self.Lambda(1000, 100), "webhooks", "1"))
+        self.assertIsNone(concurrency.check(new, self.Lambda(1000, 1000), "webhooks", "1"))
+        # Nothing reserved, or a stack that exists (an update keeps its reservation): no check.
+        self.assertIsNone(concurrency.check(new, self.Lambda(10, 10), "webhooks", "unreserved"))
+        self.assertIsNone(concurrency.check(existing, self.Lambda(10, 10), "webhooks", "1"))
+        # Other errors are not "no stack".
+        class Broken:
+            def describe_stacks(self, StackName):
+                from botocore.exceptions import ClientError
+
+                raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+        with self.assertRaises(Exception):
+            concurrency.check(Broken(), self.Lambda(10, 10), "webhooks", "1")
+
+    def test_the_deploy_script_checks_before_sam_deploy(self):
+        script = (ROOT / "scripts/deploy-aws.sh").read_text()
+        check = script.index('.tools/aws/bin/python deploy/concurrency.py "$stack"')
+        self.assertLess(check, script.index('sam deploy --template-file template.yaml --parameter-overrides'))
+        self.assertIn('"${reconcile:-1}"', script)
+
+
 class EdgeConfig(unittest.TestCase):
     def test_workers_logs_keep_every_request_s_line(self):
         # Without an [observability] block, `wrangler deploy` turns Workers Logs off

@@ -99,7 +99,13 @@ fi
 
 # The template's CodeUri is the folder cargo lambda just built (it is what `sam build`'s
 # cargo-lambda builder would produce), so `sam deploy` packages it as it is.
+# A first create that cannot reserve reconcile's execution fails and rolls back, leaving the
+# retained table behind (the retry then fails with "already exists"): refused here first.
 if [ -f samconfig.toml ]; then
+  stack=$(sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml | head -1)
+  saved_region=$(sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml | head -1)
+  reconcile=$(python3 deploy/overrides.py samconfig.toml | sed -n 's/^ReconcileConcurrency=//p')
+  .tools/aws/bin/python deploy/concurrency.py "$stack" "${saved_region:-$region}" "${reconcile:-1}"
   # The saved parameters with Architecture put in its place: --parameter-overrides alone would
   # replace samconfig.toml's whole list (SinkSecretArn, AlarmEmail, ...).
   mapfile -t overrides < <(python3 deploy/overrides.py samconfig.toml "Architecture=$arch")
@@ -107,6 +113,8 @@ if [ -f samconfig.toml ]; then
 else
   say "first deploy: SAM asks for the stack name, region and parameters (SinkSecretArn, AlarmEmail, ...)"
   say "and saves the answers in samconfig.toml"
+  # No stack name or answers yet: says which ReconcileConcurrency this account can take.
+  .tools/aws/bin/python deploy/concurrency.py - "$region" 1
   sam deploy --guided --template-file template.yaml --capabilities CAPABILITY_IAM \
     --parameter-overrides "Architecture=$arch"
 fi
