@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -69,8 +69,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// Every request: the Host first, then the session (but for the login link and the
-/// stylesheet); every answer gets the gate's headers.
+/// Every request: the Host first, then the browser's `Sec-Fetch-Site`, then the session (but
+/// for the login link and the stylesheet); every answer gets the gate's headers.
 async fn gatekeeper(State(console): State<Arc<Console>>, request: Request, next: Next) -> Response {
     let mut response = match admit(&console, &request) {
         Ok(()) => next.run(request).await,
@@ -86,12 +86,13 @@ async fn gatekeeper(State(console): State<Arc<Console>>, request: Request, next:
 fn admit(console: &Console, request: &Request) -> Result<(), Refusal> {
     let text = |name| request.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
     let open = matches!(request.uri().path(), "/login" | "/console.css");
-    let gate = console.gate.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gate = console.gate.lock().unwrap_or_else(|e| e.into_inner());
     gate.host(text(header::HOST))?;
+    gate.fetch_site(text(HeaderName::from_static("sec-fetch-site")))?;
     if open {
         Ok(())
     } else {
-        gate.session(text(header::COOKIE))
+        gate.session(text(header::COOKIE), now_millis())
     }
 }
 
@@ -104,7 +105,7 @@ struct LoginQuery {
 /// (so the token leaves the address bar and the history's last entry).
 async fn login(State(console): State<Arc<Console>>, query: Result<Query<LoginQuery>, QueryRejection>) -> Response {
     let token = query.ok().and_then(|Query(q)| q.token).unwrap_or_default();
-    let traded = console.gate.lock().unwrap_or_else(|e| e.into_inner()).login(&token);
+    let traded = console.gate.lock().unwrap_or_else(|e| e.into_inner()).login(&token, now_millis());
     match traded {
         Ok(cookie) => {
             (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_owned()), (header::SET_COOKIE, cookie)]).into_response()

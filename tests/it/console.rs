@@ -188,6 +188,17 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     assert!(status == 200 && typeform.contains("No receipts match.") && !typeform.contains("sub_fine"), "{typeform}");
     let (status, wrong) = get("/?since=yesterday");
     assert!(status == 400 && wrong.contains("neither an ISO-8601"), "{wrong}");
+    // The session cookie reaches every port of 127.0.0.1 (RFC 6265), so a page another local
+    // server serves could make the browser GET the console with it: the browser says so in
+    // Sec-Fetch-Site (another port is `same-site`), and that is refused. Chromium sends
+    // `none` and `same-origin` for the console's own flow (the browser steps above and below).
+    for site in ["same-site", "cross-site"] {
+        let headers = [("Host", host.as_str()), ("Cookie", session.as_str()), ("Sec-Fetch-Site", site)];
+        let (status, answer) = raw(port, "GET", "/?status=FAILED", &headers, "");
+        assert!(status == 403 && !answer.contains("sub_markup") && guarded(&answer), "{site}: {answer}");
+    }
+    let own = [("Host", host.as_str()), ("Cookie", session.as_str()), ("Sec-Fetch-Site", "same-origin")];
+    assert_eq!(raw(port, "GET", "/?status=FAILED", &own, "").0, 200);
 
     // Filtering by status: only the FAILED one.
     c.find(Locator::Css("select[name=status]")).await.unwrap().select_by_value("FAILED").await.unwrap();

@@ -1,6 +1,7 @@
-//! The console's gate, decided without I/O: the only Hosts and Origins it answers, the one-time
-//! login token traded for a session cookie, the form token of every POST, and the headers
-//! every answer carries.
+//! The console's gate, decided without I/O: the only Hosts and Origins it answers, the browser's
+//! `Sec-Fetch-Site` on every request, the one-time login token traded for a session cookie that
+//! ends after [`IDLE_MILLIS`] unused, the form token of every POST, and the headers every
+//! answer carries.
 
 use cookie::{Cookie, SameSite};
 use subtle::ConstantTimeEq;
@@ -25,6 +26,10 @@ pub const HEADERS: [(&str, &str); 6] = [
     ("cross-origin-opener-policy", "same-origin"),
 ];
 
+/// A session unused this long ends (30 minutes): a console left open in a browser does not
+/// stay logged in for the rest of the day.
+pub const IDLE_MILLIS: u64 = 30 * 60 * 1000;
+
 /// Why a request is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -38,6 +43,12 @@ pub enum Refusal {
     CrossOrigin,
     /// A POST without this session's form token.
     NoFormToken,
+    /// A browser said the request came from another page than the console's own
+    /// (`Sec-Fetch-Site` other than `same-origin` or `none`): another site, or another server on
+    /// 127.0.0.1 (browsers send cookies to every port of a host, RFC 6265).
+    OtherSite,
+    /// The session was not used for [`IDLE_MILLIS`].
+    Idle,
 }
 
 impl Refusal {
@@ -45,8 +56,8 @@ impl Refusal {
     pub fn status(self) -> u16 {
         match self {
             Refusal::WrongHost => 421,
-            Refusal::NotLoggedIn | Refusal::BadLoginToken => 401,
-            Refusal::CrossOrigin | Refusal::NoFormToken => 403,
+            Refusal::NotLoggedIn | Refusal::BadLoginToken | Refusal::Idle => 401,
+            Refusal::CrossOrigin | Refusal::NoFormToken | Refusal::OtherSite => 403,
         }
     }
 
@@ -62,6 +73,10 @@ impl Refusal {
             }
             Refusal::CrossOrigin => "Refused: the form did not come from this console.",
             Refusal::NoFormToken => "Refused: the form's token is missing or wrong; reload the page and try again.",
+            Refusal::OtherSite => {
+                "Refused: the request came from another page than this console's. Open the console's URL yourself (from the terminal or the address bar)."
+            }
+            Refusal::Idle => "The session ended after 30 minutes unused: restart the console for a new login URL.",
         }
     }
 }
@@ -73,13 +88,15 @@ pub struct Gate {
     login: Option<String>,
     session: String,
     form: String,
+    /// When the session was last used (epoch milliseconds), once logged in.
+    last_used: Option<u64>,
 }
 
 impl Gate {
     /// A gate for a console on `port`, with three random tokens: the login link's, the
     /// session cookie's, and the forms'.
     pub fn new(port: u16, login: String, session: String, form: String) -> Gate {
-        Gate { port, login: Some(login), session, form }
+        Gate { port, login: Some(login), session, form, last_used: None }
     }
 
     /// The path and query of the login link (`None` once it was used).
@@ -113,13 +130,28 @@ impl Gate {
         }
     }
 
-    /// Trades the login token for the session cookie (a `Set-Cookie` value), once.
-    pub fn login(&mut self, token: &str) -> Result<String, Refusal> {
+    /// Whether a browser's `Sec-Fetch-Site` (`fetch_site`) lets the request in: `same-origin`
+    /// (the console's own pages) or `none` (a URL the user opened: the login link from the
+    /// terminal, the address bar, a bookmark). `same-site` is refused too: another port of
+    /// 127.0.0.1 is the same site. Without the header (not a browser, or an old one) the other
+    /// checks decide.
+    pub fn fetch_site(&self, fetch_site: Option<&str>) -> Result<(), Refusal> {
+        match fetch_site {
+            None => Ok(()),
+            Some(site) if site.eq_ignore_ascii_case("same-origin") || site.eq_ignore_ascii_case("none") => Ok(()),
+            Some(_) => Err(Refusal::OtherSite),
+        }
+    }
+
+    /// Trades the login token for the session cookie (a `Set-Cookie` value), once, at `now`
+    /// (epoch milliseconds).
+    pub fn login(&mut self, token: &str, now: u64) -> Result<String, Refusal> {
         let matches = self.login.as_deref().is_some_and(|login| same(login, token));
         if !matches {
             return Err(Refusal::BadLoginToken);
         }
         self.login = None;
+        self.last_used = Some(now);
         let cookie = Cookie::build((self.cookie_name(), self.session.clone()))
             .http_only(true)
             .same_site(SameSite::Strict)
@@ -128,15 +160,25 @@ impl Gate {
         Ok(cookie.to_string())
     }
 
-    /// Whether the `Cookie` header holds this console's session.
-    pub fn session(&self, cookies: Option<&str>) -> Result<(), Refusal> {
+    /// Whether the `Cookie` header holds this console's session, used within [`IDLE_MILLIS`]
+    /// before `now` (epoch milliseconds); a request it admits uses it again. Once idle, the
+    /// session stays ended.
+    pub fn session(&mut self, cookies: Option<&str>, now: u64) -> Result<(), Refusal> {
         let name = self.cookie_name();
         let mut all = Cookie::split_parse(cookies.unwrap_or(""));
         let found = all.any(|c| c.is_ok_and(|c| c.name() == name && same(c.value(), &self.session)));
-        if found {
-            Ok(())
-        } else {
-            Err(Refusal::NotLoggedIn)
+        if !found {
+            return Err(Refusal::NotLoggedIn);
+        }
+        match self.last_used {
+            Some(last) if now.saturating_sub(last) <= IDLE_MILLIS => {
+                self.last_used = Some(now.max(last));
+                Ok(())
+            }
+            _ => {
+                self.last_used = None;
+                Err(Refusal::Idle)
+            }
         }
     }
 
@@ -194,24 +236,27 @@ mod tests {
     fn the_login_token_works_once_for_a_strict_http_only_cookie() {
         let mut g = gate();
         assert_eq!(g.login_path().as_deref(), Some("/login?token=login-1"));
-        assert_eq!(g.login("login-2"), Err(Refusal::BadLoginToken));
-        assert_eq!(g.login("login-"), Err(Refusal::BadLoginToken));
-        let cookie = g.login("login-1").unwrap();
+        assert_eq!(g.login("login-2", 0), Err(Refusal::BadLoginToken));
+        assert_eq!(g.login("login-", 0), Err(Refusal::BadLoginToken));
+        let cookie = g.login("login-1", 0).unwrap();
         let parsed = Cookie::parse(cookie.as_str()).unwrap();
         assert_eq!((parsed.name(), parsed.value()), ("console_session_8123", "session-1"));
         assert_eq!(
             (parsed.http_only(), parsed.same_site(), parsed.path()),
             (Some(true), Some(SameSite::Strict), Some("/"))
         );
-        assert_eq!(g.login("login-1"), Err(Refusal::BadLoginToken), "used once");
+        assert_eq!(g.login("login-1", 0), Err(Refusal::BadLoginToken), "used once");
         assert_eq!(g.login_path(), None);
     }
 
     #[test]
     fn the_session_is_the_cookie_s_exact_value() {
-        let g = gate();
-        assert_eq!(g.session(Some("a=1; console_session_8123=session-1")), Ok(()));
-        assert_eq!(g.session(Some("console_session_8123=session-1")), Ok(()));
+        let mut g = gate();
+        // Not logged in yet: the right cookie is not a session.
+        assert_eq!(g.session(Some("console_session_8123=session-1"), 0), Err(Refusal::Idle));
+        g.login("login-1", 0).unwrap();
+        assert_eq!(g.session(Some("a=1; console_session_8123=session-1"), 0), Ok(()));
+        assert_eq!(g.session(Some("console_session_8123=session-1"), 0), Ok(()));
         for bad in [
             "console_session_8123=session-2",
             "console_session_8123=session-",
@@ -221,9 +266,42 @@ mod tests {
             "",
             "garbage;;=",
         ] {
-            assert_eq!(g.session(Some(bad)), Err(Refusal::NotLoggedIn), "{bad}");
+            assert_eq!(g.session(Some(bad), 0), Err(Refusal::NotLoggedIn), "{bad}");
         }
-        assert_eq!(g.session(None), Err(Refusal::NotLoggedIn));
+        assert_eq!(g.session(None, 0), Err(Refusal::NotLoggedIn));
+    }
+
+    #[test]
+    fn a_session_unused_for_thirty_minutes_ends_for_good() {
+        let mut g = gate();
+        let cookie = Some("console_session_8123=session-1");
+        g.login("login-1", 1_000).unwrap();
+        // Each use starts the idle time again: 29 minutes, then 30 minutes exactly, are in time.
+        assert_eq!(g.session(cookie, 1_000 + 29 * 60_000), Ok(()));
+        assert_eq!(g.session(cookie, 1_000 + 59 * 60_000), Ok(()));
+        // A request whose clock reads earlier (two at once) does not move the time back.
+        assert_eq!(g.session(cookie, 1_000), Ok(()));
+        assert_eq!(g.session(cookie, 1_000 + 59 * 60_000 + IDLE_MILLIS), Ok(()));
+        // One millisecond past 30 minutes unused: ended, and it stays ended.
+        let last = 1_000 + 59 * 60_000 + IDLE_MILLIS;
+        assert_eq!(g.session(cookie, last + IDLE_MILLIS + 1), Err(Refusal::Idle));
+        assert_eq!(g.session(cookie, last + IDLE_MILLIS + 2), Err(Refusal::Idle));
+        assert_eq!(g.session(cookie, last), Err(Refusal::Idle));
+        // A wrong cookie is still "not logged in", not "idle".
+        assert_eq!(g.session(Some("console_session_8123=x"), last), Err(Refusal::NotLoggedIn));
+        assert_eq!(IDLE_MILLIS, 1_800_000);
+    }
+
+    #[test]
+    fn only_the_console_s_own_pages_and_urls_the_user_opened_pass_sec_fetch_site() {
+        let g = gate();
+        for good in [Some("same-origin"), Some("none"), Some("Same-Origin"), None] {
+            assert_eq!(g.fetch_site(good), Ok(()), "{good:?}");
+        }
+        // Another port of 127.0.0.1 is `same-site`: the case the cookie alone does not stop.
+        for bad in ["same-site", "cross-site", "", "same-origin, cross-site"] {
+            assert_eq!(g.fetch_site(Some(bad)), Err(Refusal::OtherSite), "{bad}");
+        }
     }
 
     #[test]
@@ -248,6 +326,8 @@ mod tests {
             (Refusal::BadLoginToken, 401),
             (Refusal::CrossOrigin, 403),
             (Refusal::NoFormToken, 403),
+            (Refusal::OtherSite, 403),
+            (Refusal::Idle, 401),
         ];
         for (refusal, status) in all {
             assert_eq!(refusal.status(), status, "{refusal:?}");
@@ -258,6 +338,8 @@ mod tests {
         assert!(Refusal::WrongHost.message().contains("127.0.0.1"));
         assert!(Refusal::CrossOrigin.message().contains("did not come from this console"));
         assert!(Refusal::NoFormToken.message().contains("reload"));
+        assert!(Refusal::OtherSite.message().contains("another page"));
+        assert!(Refusal::Idle.message().contains("30 minutes"));
     }
 
     #[test]
