@@ -151,15 +151,17 @@ class Table(unittest.TestCase):
         self.assertIs(props["DeletionProtectionEnabled"], True)
         self.assertEqual((table["DeletionPolicy"], table["UpdateReplacePolicy"]), ("Retain", "Retain"))
         self.assertEqual(props["KeySchema"], [{"AttributeName": "pk", "KeyType": "HASH"}])
-        # Two sparse indexes, keys only: the waiting receipts (reconcile's) and the FAILED ones
-        # (the alarm's gauge), each sharded on its own attribute and sorted by arrival.
+        # Two sparse indexes: the waiting receipts (reconcile's; keys only) and the FAILED ones
+        # (the alarm's gauge, with expiresAt: the count's filter can read only what the index
+        # holds), each sharded on its own attribute and sorted by arrival.
         pending, failed = props["GlobalSecondaryIndexes"]
         for index, shard in [(pending, "pendingShard"), (failed, "failedShard")]:
             self.assertEqual(
                 index["KeySchema"],
                 [{"AttributeName": shard, "KeyType": "HASH"}, {"AttributeName": "receivedAt", "KeyType": "RANGE"}],
             )
-            self.assertEqual(index["Projection"], {"ProjectionType": "KEYS_ONLY"})
+        self.assertEqual(pending["Projection"], {"ProjectionType": "KEYS_ONLY"})
+        self.assertEqual(failed["Projection"], {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["expiresAt"]})
         self.assertEqual((pending["IndexName"], failed["IndexName"]), ("pending", "failed"))
 
 
@@ -453,7 +455,7 @@ class DeployScript(unittest.TestCase):
 
 class FirstDeploy(unittest.TestCase):
     """deploy/concurrency.py against clients answering as Lambda's GetAccountSettings and
-    CloudFormation's DescribeStacks document (and ministack answers: docs/testing.md)."""
+    CloudFormation's DescribeStacks document them."""
 
     @staticmethod
     def module():
@@ -497,6 +499,15 @@ class FirstDeploy(unittest.TestCase):
         # Nothing reserved, or a stack that exists (an update keeps its reservation): no check.
         self.assertIsNone(concurrency.check(new, self.Lambda(10, 10), "webhooks", "unreserved"))
         self.assertIsNone(concurrency.check(existing, self.Lambda(10, 10), "webhooks", "1"))
+        # A change set never executed (a guided deploy answered "no") leaves REVIEW_IN_PROGRESS:
+        # sam deploy creates that stack, so it is checked.
+        for created_anew in ["REVIEW_IN_PROGRESS", "DELETE_COMPLETE"]:
+            self.assertIn("minimum of 10", concurrency.check(self.CloudFormation(created_anew), self.Lambda(10, 10),
+                                                             "webhooks", "1"), created_anew)
+        # A first create that rolled back cannot be updated: named, with the way out.
+        rolled_back = concurrency.check(self.CloudFormation("ROLLBACK_COMPLETE"), self.Lambda(1000, 1000), "webhooks",
+                                        "unreserved")
+        self.assertIn("delete-stack", rolled_back)
         # Other errors are not "no stack".
         class Broken:
             def describe_stacks(self, StackName):

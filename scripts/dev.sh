@@ -149,7 +149,7 @@ else
     die "could not create the IAM access keys"
 
   # The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
-  # sparse pending index), TTL on expiresAt (idempotent).
+  # sparse pending and failed indexes), TTL on expiresAt (idempotent).
   created=$(ddb CreateTable "$(TABLE="$TABLE" python3 -c 'import json, os, sys
 table = json.load(open("deploy/receipts-table.json"))
 table["TableName"] = os.environ["TABLE"]

@@ -98,7 +98,8 @@ pub const PENDING_SHARDS: u8 = 16;
 /// [`pending_shard`]) is set by the update that fails a receipt and removed by the one that
 /// redrives it, so counting and listing the receipts an operator must act on is one query per
 /// shard (TTL's deletion takes an expired one out too). Spread like [`PENDING_INDEX`], since a
-/// refused configuration can fail every receipt at the rate they arrive.
+/// lead content the sink refuses (a form sending a value the CRM rejects) can fail every
+/// receipt at the rate they arrive.
 pub const FAILED_INDEX: &str = "failed";
 /// The attribute that puts a receipt in [`FAILED_INDEX`].
 pub const FAILED_SHARD: &str = "failedShard";

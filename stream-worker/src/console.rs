@@ -1,8 +1,9 @@
 //! `stream-worker console`: a small web page over the receipts, on 127.0.0.1 only. The list
 //! (filtered by profile, status and time, newest first, paged), one receipt (the form's
 //! contents on request), and a redrive button that runs what `receipts redrive` runs. As safe
-//! as the command line: the gate ([`guard`]) answers only this console's Host, trades a
-//! one-time login token for an `HttpOnly`, `SameSite=Strict` cookie, takes a POST only from
+//! as the command line: the gate ([`guard`]) answers only this console's Host and a browser's
+//! `Sec-Fetch-Site` of its own pages, trades a one-time login token for an `HttpOnly`,
+//! `SameSite=Strict` cookie that ends after 30 minutes unused, takes a POST only from
 //! its own origin with its form token, and every answer forbids script. The pages are
 //! [`pages`]'; this file is the wiring (axum), run by tests/it/console.rs in Chromium.
 

@@ -1,5 +1,7 @@
 //! The receipts table as an operator sees it: the waiting receipts (from the sparse `pending`
-//! index), a filtered listing, one receipt by submission ID, and reopening a `FAILED` one.
+//! index), the count of `FAILED` ones (from the sparse `failed` index, which `--scan` fills
+//! with those that failed before it), a filtered listing (`RECEIVED` and `FAILED` through
+//! their index), one receipt by submission ID, and reopening a `FAILED` one.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,6 +26,9 @@ pub enum OperateError {
     /// The table has no `index` (the sparse `pending` or `failed` one: DynamoDB refuses the
     /// query on it).
     NoIndex { table: String, index: &'static str },
+    /// The `index` exists but DynamoDB is still filling it (a stack update that added it
+    /// returns before the index is `ACTIVE`).
+    IndexBuilding { table: String, index: &'static str },
     /// No receipt for this submission ID.
     UnknownSubmission { submission_id: String },
     /// The store could not be reached, or answered with another error.
@@ -44,6 +49,10 @@ impl fmt::Display for OperateError {
                 }
                 Ok(())
             }
+            OperateError::IndexBuilding { table, index } => write!(
+                f,
+                "table {table:?}'s {index:?} index is still being built (DynamoDB fills a new index after the stack update that added it): it answers once it is ACTIVE"
+            ),
             OperateError::AccessDenied { table, code } => {
                 write!(f, "the AWS credentials may not do this on table {table:?} ({code})")
             }
@@ -82,7 +91,23 @@ fn error_of_code(table: &str, code: Option<&str>) -> OperateError {
 /// A page's continuation (DynamoDB's `LastEvaluatedKey`).
 type PageKey = Option<HashMap<String, AttributeValue>>;
 
-/// The receipt keys (`pk`) of a page of a keys-only index.
+/// What a refused query on the sparse `index` means: the request is fixed, so a
+/// `ValidationException` is about the index, missing or (its `message` says "backfilling")
+/// still being filled.
+fn index_error(error: OperateError, message: &str, table: &str, index: &'static str) -> OperateError {
+    match error {
+        OperateError::Store { code } if code == "ValidationException" => {
+            if message.contains("backfilling") {
+                OperateError::IndexBuilding { table: table.to_owned(), index }
+            } else {
+                OperateError::NoIndex { table: table.to_owned(), index }
+            }
+        }
+        other => other,
+    }
+}
+
+/// The receipt keys (`pk`) of a page of an index.
 fn keys_of(page: &aws_sdk_dynamodb::operation::query::QueryOutput) -> Vec<String> {
     page.items()
         .iter()
@@ -102,7 +127,7 @@ impl DynamoReceipts {
     /// sparse index: one query per shard, paged, reading only the index's keys.
     pub async fn overdue(&self, cutoff: &str) -> Result<Vec<String>, OperateError> {
         let mut keys = Vec::new();
-        self.each_shard(PENDING_INDEX, PENDING_SHARD, Some(("<", cutoff)), false, |page| keys.extend(keys_of(&page)))
+        self.each_shard(PENDING_INDEX, PENDING_SHARD, Some(("<", cutoff)), None, |page| keys.extend(keys_of(&page)))
             .await?;
         Ok(keys)
     }
@@ -117,15 +142,18 @@ impl DynamoReceipts {
     ) -> Result<Vec<String>, OperateError> {
         let mut keys = Vec::new();
         let range = since.map(|since| (">=", since));
-        self.each_shard(index, shard, range, false, |page| keys.extend(keys_of(&page))).await?;
+        self.each_shard(index, shard, range, None, |page| keys.extend(keys_of(&page))).await?;
         Ok(keys)
     }
 
-    /// How many receipts are `FAILED` now, from their sparse index: one `COUNT` query per shard,
-    /// paged (DynamoDB counts up to 1 MB of index entries per page).
-    pub async fn failed_count(&self) -> Result<u64, OperateError> {
+    /// How many receipts are `FAILED` and not past their expiry (`now_secs`: TTL deletes an
+    /// expired item only within about two days, and a redrive refuses it meanwhile), from their
+    /// sparse index, which holds `expiresAt`: one `COUNT` query per shard, paged (DynamoDB counts
+    /// up to 1 MB of index entries per page, after the filter).
+    pub async fn failed_count(&self, now_secs: u64) -> Result<u64, OperateError> {
         let mut count = 0u64;
-        self.each_shard(FAILED_INDEX, FAILED_SHARD, None, true, |page| {
+        let unexpired = Some(now_secs);
+        self.each_shard(FAILED_INDEX, FAILED_SHARD, None, unexpired, |page| {
             count += u64::try_from(page.count()).unwrap_or_default()
         })
         .await?;
@@ -134,13 +162,14 @@ impl DynamoReceipts {
 
     /// Queries every shard of the sparse `index` (partition key `shard`, sort key `receivedAt`,
     /// compared with `range`'s operator and value when given), page by page, handing each page
-    /// to `page`; `count` asks for the number of entries only.
+    /// to `page`; `count_unexpired_at` asks for the number of entries only, of those whose
+    /// `expiresAt` is after it (epoch seconds).
     async fn each_shard(
         &self,
         index: &'static str,
         shard: &str,
         range: Option<(&str, &str)>,
-        count: bool,
+        count_unexpired_at: Option<u64>,
         mut page: impl FnMut(aws_sdk_dynamodb::operation::query::QueryOutput),
     ) -> Result<(), OperateError> {
         for value in 0..PENDING_SHARDS {
@@ -157,19 +186,18 @@ impl DynamoReceipts {
                     .expression_attribute_values(":at", AttributeValue::S(at.to_owned())),
                 None => request.key_condition_expression("#shard = :shard"),
             };
-            if count {
-                request = request.select(aws_sdk_dynamodb::types::Select::Count);
+            if let Some(now_secs) = count_unexpired_at {
+                request = request
+                    .select(aws_sdk_dynamodb::types::Select::Count)
+                    .filter_expression("expiresAt > :now")
+                    .expression_attribute_values(":now", AttributeValue::N(now_secs.to_string()));
             }
             let mut start: PageKey = None;
             loop {
                 let output = request.clone().set_exclusive_start_key(start).send().await.map_err(|e| {
-                    match operate_error(&self.table, &e) {
-                        // The request is fixed; what DynamoDB can find invalid is the index.
-                        OperateError::Store { code } if code == "ValidationException" => {
-                            OperateError::NoIndex { table: self.table.clone(), index }
-                        }
-                        other => other,
-                    }
+                    use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+                    let message = e.as_service_error().and_then(|e| e.message()).unwrap_or_default();
+                    index_error(operate_error(&self.table, &e), message, &self.table, index)
                 })?;
                 start = output.last_evaluated_key.clone();
                 page(output);
@@ -415,6 +443,26 @@ pub enum Reopen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_index_query_says_whether_the_index_is_missing_or_still_building() {
+        let validation = || OperateError::Store { code: "ValidationException".into() };
+        // DynamoDB's messages, as it answers a query on a missing and on a backfilling index.
+        let missing = "The table does not have the specified index: failed";
+        let building = "Cannot read from backfilling global secondary index: failed";
+        assert_eq!(
+            index_error(validation(), missing, "t", FAILED_INDEX),
+            OperateError::NoIndex { table: "t".into(), index: FAILED_INDEX }
+        );
+        assert_eq!(
+            index_error(validation(), building, "t", FAILED_INDEX),
+            OperateError::IndexBuilding { table: "t".into(), index: FAILED_INDEX }
+        );
+        let throttled = OperateError::Store { code: "ThrottlingException".into() };
+        assert_eq!(index_error(throttled.clone(), building, "t", FAILED_INDEX), throttled);
+        let said = OperateError::IndexBuilding { table: "t".into(), index: FAILED_INDEX }.to_string();
+        assert!(said.contains("\"failed\" index is still being built") && said.contains("ACTIVE"), "{said}");
+    }
 
     #[test]
     fn an_index_page_gives_its_receipts_keys() {

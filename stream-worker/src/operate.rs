@@ -36,6 +36,8 @@ pub struct ReconcileReport {
     /// `FAILED` receipts a run with `--scan` put into the `failed` index (failed before it
     /// existed).
     pub failed_indexed: u64,
+    /// Why the `FAILED` receipts could not be counted (the run's other work and metrics stand).
+    pub failed_count_error: Option<OperateError>,
 }
 
 impl ReconcileReport {
@@ -62,6 +64,7 @@ impl ReconcileReport {
             "stillWaiting": self.still_waiting(),
             "failedInTable": self.failed_now,
             "failedIndexed": self.failed_indexed,
+            "failedCountError": self.failed_count_error.as_ref().map(ToString::to_string),
         })
     }
 
@@ -92,13 +95,16 @@ impl ReconcileReport {
 /// found through the sparse `pending` index, or with `scan` by reading the whole table (for
 /// receipts written before the index existed). Stops starting receipts when `deadline` would
 /// not cover one more. `progress(done, total)` is called after each receipt. Then counts the
-/// receipts `FAILED` from their index; with `scan`, first puts the ones that failed before the
-/// index existed into it (and counts only when the table has the index).
+/// unexpired receipts `FAILED` at `now_secs` from their index; with `scan`, first puts the ones
+/// that failed before the index existed into it (and counts only when the table has the
+/// index). A count that fails is reported in the report, not as the run's error: the receipts
+/// it settled and its other metrics stand.
 pub async fn reconcile<S: LeadSink + Sync>(
     handler: &Handler<S, DynamoReceipts>,
     cutoff: &str,
     scan: bool,
     deadline: Option<Instant>,
+    now_secs: u64,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<ReconcileReport, OperateError> {
     let keys =
@@ -119,11 +125,11 @@ pub async fn reconcile<S: LeadSink + Sync>(
     if scan {
         report.failed_indexed = handler.receipts.index_failed_by_scan().await?;
     }
-    report.failed_now = match handler.receipts.failed_count().await {
-        Ok(failed) => Some(failed),
-        Err(OperateError::NoIndex { .. }) if scan => None,
-        Err(error) => return Err(error),
-    };
+    match handler.receipts.failed_count(now_secs).await {
+        Ok(failed) => report.failed_now = Some(failed),
+        Err(OperateError::NoIndex { .. }) if scan => {}
+        Err(error) => report.failed_count_error = Some(error),
+    }
     Ok(report)
 }
 

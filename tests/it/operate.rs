@@ -305,6 +305,13 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert!(item.get("failureReason").is_none() && item["redrivenAt"]["S"].is_string(), "{item}");
     assert!(item.get(shared::receipt::PENDING_SHARD).is_some(), "back in the pending index: {item}");
     assert!(item.get(shared::receipt::FAILED_SHARD).is_none(), "out of the failed index: {item}");
+    // Listed as waiting, from the pending index.
+    let waiting = w.json(&["receipts", "list", "--status", "RECEIVED", "--json"]);
+    assert_eq!(
+        waiting.as_array().map(|l| l.iter().map(|r| r["submissionId"].clone()).collect::<Vec<_>>()),
+        Some(vec![serde_json::json!("sub_bad")]),
+        "{waiting}"
+    );
     // Received 3 hours ago but waiting only since now: reconcile leaves it to the stream.
     let left = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
     assert_eq!(
@@ -408,6 +415,15 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     put_item(&w.store, TABLE, &expired);
     assert_eq!(w.json(&["receipts", "redrive", "sub_expired", "--json"])[0]["outcome"], "expired");
     assert_eq!(w.status("sub_expired"), "FAILED");
+    // In the failed index (as a receipt that failed and then expired is), it is not counted:
+    // the LeadsFailed alarm ends when the lead can no longer be brought back.
+    let mut indexed = receipt(&delivery::body("sub_expired", "x", 1), now_millis() - 40 * 86_400_000);
+    indexed.status = shared::receipt::ReceiptStatus::Failed;
+    put_item(&w.store, TABLE, &indexed.to_item());
+    let items = w.store.get(TABLE, &delivery::key("sub_expired")).unwrap();
+    assert!(items["failedShard"]["S"].is_string(), "{items}");
+    let counted = w.json(&["reconcile", "--force", "--older-than", "1h", "--json"]);
+    assert_eq!(counted["failedInTable"], 0, "{counted}");
 }
 
 #[test]
