@@ -26,6 +26,16 @@ TEMPLATE = load()
 RESOURCES = TEMPLATE["Resources"]
 
 
+def deploy_module(name):
+    """The module deploy/<name>.py, loaded for its functions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"deploy/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def of_type(kind):
     return {name: r for name, r in RESOURCES.items() if r["Type"] == kind}
 
@@ -334,12 +344,7 @@ class OperatorsPicture(unittest.TestCase):
 
     @staticmethod
     def drawing():
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("dashboard_svg", ROOT / "deploy/dashboard_svg.py")
-        drawing = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(drawing)
-        return drawing
+        return deploy_module("dashboard_svg")
 
     def dashboard(self):
         return self.drawing().dashboard(TEMPLATE)
@@ -423,12 +428,9 @@ class OperatorsPicture(unittest.TestCase):
 
 class DeployScript(unittest.TestCase):
     def test_saved_parameters_survive_an_architecture_override(self):
-        import importlib.util
         import tempfile
 
-        spec = importlib.util.spec_from_file_location("overrides", ROOT / "deploy/overrides.py")
-        overrides = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(overrides)
+        overrides = deploy_module("overrides")
         with tempfile.TemporaryDirectory() as folder:
             samconfig = pathlib.Path(folder) / "samconfig.toml"
             # As `sam deploy --guided` writes it.
@@ -459,12 +461,7 @@ class FirstDeploy(unittest.TestCase):
 
     @staticmethod
     def module():
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("concurrency", ROOT / "deploy/concurrency.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return deploy_module("concurrency")
 
     class Lambda:
         def __init__(self, limit, unreserved):

@@ -148,8 +148,8 @@ impl DynamoReceipts {
 
     /// How many receipts are `FAILED` and not past their expiry (`now_secs`: TTL deletes an
     /// expired item only within about two days, and a redrive refuses it meanwhile), from their
-    /// sparse index, which holds `expiresAt`: one `COUNT` query per shard, paged (DynamoDB counts
-    /// up to 1 MB of index entries per page, after the filter).
+    /// sparse index, which holds `expiresAt`: one `COUNT` query per shard, paged (each page reads
+    /// up to 1 MB of index entries; its `Count` is those the filter kept).
     pub async fn failed_count(&self, now_secs: u64) -> Result<u64, OperateError> {
         let mut count = 0u64;
         let unexpired = Some(now_secs);

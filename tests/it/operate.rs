@@ -45,6 +45,22 @@ impl World {
         put_item(&self.store, TABLE, &receipt.to_item());
     }
 
+    /// Sets the index attribute `shard` (`pendingShard`, `failedShard`) on the receipt of `id`,
+    /// as an index entry that lags the table would still list it.
+    fn put_in_index(&self, id: &str, shard: &str) {
+        let key = delivery::key(id);
+        self.store.ok(
+            "DynamoDB_20120810.UpdateItem",
+            &serde_json::json!({
+                "TableName": TABLE,
+                "Key": {"pk": {"S": key}},
+                "UpdateExpression": "SET #shard = :shard",
+                "ExpressionAttributeNames": {"#shard": shard},
+                "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&key)}},
+            }),
+        );
+    }
+
     pub(crate) fn leads_db(&self) -> std::path::PathBuf {
         self.dir.0.join("leads.db")
     }
@@ -132,15 +148,7 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
 
     // The index lags the table in AWS (eventually consistent): a key it still lists after the
     // stream completed the receipt is read again consistently and left alone.
-    w.store.ok(
-        "DynamoDB_20120810.UpdateItem",
-        &serde_json::json!({
-            "TableName": TABLE,
-            "Key": {"pk": {"S": delivery::key("sub_streamed")}},
-            "UpdateExpression": "SET pendingShard = :shard",
-            "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&delivery::key("sub_streamed"))}},
-        }),
-    );
+    w.put_in_index("sub_streamed", shared::receipt::PENDING_SHARD);
     let stale = w.json(&["reconcile", "--force", "--older-than", "15m", "--json"]);
     assert_eq!((stale["overdue"].as_u64(), stale["skipped"].as_u64()), (Some(1), Some(1)), "{stale}");
     assert_eq!(stale["completed"], 0, "{stale}");
@@ -247,15 +255,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!(failed.as_array().unwrap().len(), 3);
     // The list reads the index, then each receipt consistently: an index entry that lags the
     // table (a receipt completed since) is left out.
-    w.store.ok(
-        "DynamoDB_20120810.UpdateItem",
-        &serde_json::json!({
-            "TableName": TABLE,
-            "Key": {"pk": {"S": delivery::key("sub_ok")}},
-            "UpdateExpression": "SET failedShard = :shard",
-            "ExpressionAttributeValues": {":shard": {"S": shared::receipt::pending_shard(&delivery::key("sub_ok"))}},
-        }),
-    );
+    w.put_in_index("sub_ok", shared::receipt::FAILED_SHARD);
     let listed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["sub_bad", "sub_bad_2", "sub_bad_3"], "oldest first, the completed one left out");
