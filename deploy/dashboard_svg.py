@@ -48,7 +48,8 @@ def shows(widget):
             lines.append(f"{name}, a line per " + re.search(r"\{\w+,([\w,]+)\}", metric[0]["expression"]).group(1).replace(",service", "").replace("service", ""))
         else:
             stat = next((m.get("stat") for m in metric if isinstance(m, dict)), props.get("stat", ""))
-            lines.append(f"{metric[1]} {stat} {metric[3].strip('<>') if metric[0] == 'AWS/Lambda' else ''}".strip())
+            named = {"AWS/Lambda": metric[3].strip("<>"), "AWS/DynamoDB": f"of {metric[-2]}"}.get(metric[0], "")
+            lines.append(f"{metric[1]} {stat} {named}".strip())
     for note in props.get("annotations", {}).get("horizontal", []):
         lines.append(f"— {note['label']}")
     return lines

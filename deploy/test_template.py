@@ -204,6 +204,9 @@ class StreamWorker(unittest.TestCase):
         self.assertEqual(m["MaximumRetryAttempts"], -1)
         self.assertTrue(60 <= m["MaximumRecordAgeInSeconds"] < 86400, "bounded, within the stream's 24 hours")
         self.assertEqual(m["DestinationConfig"]["OnFailure"]["Destination"], {"Fn::GetAtt": ["FailedBatchesQueue", "Arn"]})
+        # Lambda counts what the mapping polled, filtered, invoked and dropped (a stopped one
+        # polls nothing) only when asked to.
+        self.assertEqual(m["MetricsConfig"], {"Metrics": ["EventCount"]})
 
     def test_the_filter_passes_only_waiting_receipts(self):
         [only] = self.mapping["FilterCriteria"]["Filters"]
@@ -349,13 +352,26 @@ class OperatorsPicture(unittest.TestCase):
     def dashboard(self):
         return self.drawing().dashboard(TEMPLATE)
 
-    def test_the_silence_alarm_fires_when_every_hour_of_its_window_is_without_a_lead(self):
+    def test_the_silence_alarm_fires_when_every_hour_of_its_window_is_without_a_delivery_stored(self):
         alarm = RESOURCES["SilenceAlarm"]
         props = alarm["Properties"]
         self.assertEqual(alarm["Condition"], "WatchesSilence")
-        self.assertEqual((props["Namespace"], props["MetricName"]), ("WebhookReceiver", "LeadsWritten"))
-        self.assertEqual(props["Dimensions"], [{"Name": "service", "Value": "stream-worker"}])
-        self.assertEqual((props["Statistic"], props["Period"]), ("Sum", 3600))
+        # DynamoDB's count of successful PutItem calls on the receipts table: deliveries stored,
+        # not leads written (an edge refusing everything is silence; a sink outage is not).
+        self.assertEqual((props["Namespace"], props["MetricName"]), ("AWS/DynamoDB", "SuccessfulRequestLatency"))
+        self.assertEqual(
+            props["Dimensions"],
+            [{"Name": "TableName", "Value": {"Ref": "ReceiptsTable"}}, {"Name": "Operation", "Value": "PutItem"}],
+        )
+        self.assertEqual((props["Statistic"], props["Period"]), ("SampleCount", 3600))
+        # It counts deliveries because the edge is the table's only PutItem caller: no role of
+        # the stack may put items (the functions update the receipts the edge stored).
+        for name, role in of_type("AWS::IAM::Role").items():
+            for statement in statements(role["Properties"]["Policies"]):
+                self.assertNotIn("dynamodb:PutItem", as_list(statement["Action"]), name)
+        for name in ["stream-worker/src", "shared/src"]:
+            for source in (ROOT / name).rglob("*.rs"):
+                self.assertNotIn(".put_item(", source.read_text(), source)
         self.assertEqual(props["EvaluationPeriods"], {"Ref": "SilenceHours"})
         self.assertEqual(props["DatapointsToAlarm"], {"Ref": "SilenceHours"})
         self.assertEqual((props["ComparisonOperator"], props["Threshold"]), ("LessThanThreshold", 1))

@@ -29,8 +29,9 @@ pub enum Command {
     Poll,
     /// `reconcile`.
     Reconcile { older_than: Duration, scan: bool, json: bool },
-    /// `receipts list`.
-    List { status: Option<ReceiptStatus>, since: Option<Since>, json: bool },
+    /// `receipts list`: of one status, or (none) those that need attention, `RECEIVED` and
+    /// `FAILED`, from their indexes; `all`: every receipt, by a scan of the table.
+    List { status: Option<ReceiptStatus>, all: bool, since: Option<Since>, json: bool },
     /// `receipts show`: the receipt of one submission of one sender profile.
     Show { profile: Profile, submission_id: String, payload: bool, json: bool },
     /// `profiles`: the registered sender profiles as JSON, with each one's example delivery
@@ -41,8 +42,9 @@ pub enum Command {
     /// receipt even while the stream may still retry it.
     Redrive { target: RedriveTarget, wait: Duration, force: bool, json: bool },
     /// `console`: the local web page over the receipts, on 127.0.0.1:`port` (0: any free
-    /// port); a redrive waits up to `wait` for the stream's verdict.
-    Console { port: u16, wait: Duration },
+    /// port); a redrive waits up to `wait` for the stream's verdict; `read_only`: no redrive,
+    /// and no sink settings needed (only the table).
+    Console { port: u16, wait: Duration, read_only: bool },
 }
 
 /// `--since`: a time, or an age before now.
@@ -109,6 +111,10 @@ enum Top {
         /// How long a redrive waits for the stream's verdict.
         #[arg(long, value_name = "age", value_parser = age, default_value = "60s")]
         wait: Duration,
+        /// Only read: list and show receipts, no redrive button. Needs only RECEIPTS_TABLE and
+        /// read access to it, not the sink's settings.
+        #[arg(long, conflicts_with = "wait")]
+        read_only: bool,
     },
     /// Read and repair receipts.
     Receipts {
@@ -119,10 +125,14 @@ enum Top {
 
 #[derive(Subcommand, Debug)]
 enum Receipts {
-    /// List receipts, oldest first.
+    /// List receipts, oldest first: those RECEIVED or FAILED (from their indexes), one
+    /// status, or every one (--all, a scan of the whole table).
     List {
         #[arg(long, value_name = "RECEIVED|COMPLETED|FAILED", value_parser = status)]
         status: Option<ReceiptStatus>,
+        /// Every receipt, COMPLETED ones too: reads the whole table.
+        #[arg(long, conflicts_with = "status")]
+        all: bool,
         #[arg(long, value_name = "time|age", value_parser = since)]
         since: Option<Since>,
         #[arg(long)]
@@ -174,9 +184,11 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
             }
             Command::Reconcile { older_than, scan, json }
         }
-        Top::Console { port, wait } => Command::Console { port, wait },
+        Top::Console { port, wait, read_only } => Command::Console { port, wait, read_only },
         Top::Profiles { example, answer } => Command::Profiles { example: example.map(|id| (id, answer)) },
-        Top::Receipts { command: Receipts::List { status, since, json } } => Command::List { status, since, json },
+        Top::Receipts { command: Receipts::List { status, all, since, json } } => {
+            Command::List { status, all, since, json }
+        }
         Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json } } => {
             Command::Show { profile, submission_id, payload, json }
         }
@@ -331,11 +343,14 @@ mod tests {
         assert!(parse(&args("profiles --answer hi")).unwrap_err().contains("--example"));
         assert_eq!(parse(&[]), Ok(Command::Lambda));
         assert_eq!(parse(&args("poll")), Ok(Command::Poll));
-        assert_eq!(parse(&args("console")), Ok(Command::Console { port: 0, wait: Duration::from_secs(60) }));
+        let wait = Duration::from_secs(60);
+        assert_eq!(parse(&args("console")), Ok(Command::Console { port: 0, wait, read_only: false }));
         assert_eq!(
             parse(&args("console --port 8123 --wait 5s")),
-            Ok(Command::Console { port: 8123, wait: Duration::from_secs(5) })
+            Ok(Command::Console { port: 8123, wait: Duration::from_secs(5), read_only: false })
         );
+        assert_eq!(parse(&args("console --read-only")), Ok(Command::Console { port: 0, wait, read_only: true }));
+        assert!(parse(&args("console --read-only --wait 5s")).unwrap_err().contains("--wait"));
         assert!(parse(&args("console --port 70000")).is_err());
         assert_eq!(
             parse(&args("reconcile --older-than 15m --json --force")),
@@ -349,14 +364,25 @@ mod tests {
             parse(&args("receipts list --status failed --since 1d")),
             Ok(Command::List {
                 status: Some(ReceiptStatus::Failed),
+                all: false,
                 since: Some(Since::Ago(Duration::from_secs(86_400))),
                 json: false
             })
         );
         assert_eq!(
             parse(&args("receipts list --since 2026-11-30T06:00:00Z")),
-            Ok(Command::List { status: None, since: Some(Since::At("2026-11-30T06:00:00".into())), json: false })
+            Ok(Command::List {
+                status: None,
+                all: false,
+                since: Some(Since::At("2026-11-30T06:00:00".into())),
+                json: false
+            })
         );
+        assert_eq!(
+            parse(&args("receipts list --all --json")),
+            Ok(Command::List { status: None, all: true, since: None, json: true })
+        );
+        assert!(parse(&args("receipts list --all --status FAILED")).unwrap_err().contains("--status"));
         assert_eq!(
             parse(&args("receipts show sub_1 --payload")),
             Ok(Command::Show {

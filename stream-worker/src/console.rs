@@ -1,6 +1,7 @@
 //! `stream-worker console`: a small web page over the receipts, on 127.0.0.1 only. The list
-//! (filtered by profile, status and time, newest first, paged), one receipt (the form's
-//! contents on request), and a redrive button that runs what `receipts redrive` runs. As safe
+//! (filtered by profile, status and time, paged in the store: [`crate::listing`]), one receipt (the form's
+//! contents on request), and a redrive button that runs what `receipts redrive` runs (none in
+//! a read-only console, which needs only the table, not the sink's settings). As safe
 //! as the command line: the gate ([`guard`]) answers only this console's Host and a browser's
 //! `Sec-Fetch-Site` of its own pages, trades a one-time login token for an `HttpOnly`,
 //! `SameSite=Strict` cookie that ends after 30 minutes unused, takes a POST only from
@@ -27,6 +28,7 @@ use shared::profile::Profile;
 
 use crate::handler::Handler;
 use crate::inventory::OperateError;
+use crate::listing::{Ask, Page};
 use crate::metrics::now_millis;
 use crate::operate::{self, RedriveMode, Redriven};
 use crate::receipts::DynamoReceipts;
@@ -34,21 +36,35 @@ use crate::sink::Sink;
 use guard::{Gate, Refusal};
 use pages::{Filter, ListQuery};
 
-/// The console's state: its gate, the handler a redrive runs on, how long a redrive waits for
-/// the stream's verdict, and the result of the last redrive, shown once on its receipt's page.
+/// What the console may do: only read the receipts, or redrive them too (with the handler a
+/// redrive runs on, and how long it waits for the stream's verdict).
+pub enum Access {
+    ReadOnly(DynamoReceipts),
+    Redrive { handler: Box<Handler<Sink, DynamoReceipts>>, wait: Duration },
+}
+
+impl Access {
+    fn receipts(&self) -> &DynamoReceipts {
+        match self {
+            Access::ReadOnly(receipts) => receipts,
+            Access::Redrive { handler, .. } => &handler.receipts,
+        }
+    }
+}
+
+/// The console's state: its gate, what it may do, and the result of the last redrive, shown
+/// once on its receipt's page.
 struct Console {
     gate: Mutex<Gate>,
-    handler: Handler<Sink, DynamoReceipts>,
-    wait: Duration,
+    access: Access,
     redriven: Mutex<Option<(String, Redriven)>>,
 }
 
 /// Serves the console on 127.0.0.1:`port` (0: a free port) until `shutdown` resolves. Prints
 /// the login URL on stdout first.
 pub async fn serve(
-    handler: Handler<Sink, DynamoReceipts>,
+    access: Access,
     port: u16,
-    wait: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
@@ -56,8 +72,9 @@ pub async fn serve(
     let gate = Gate::new(port, random_token()?, random_token()?, random_token()?);
     let link = gate.login_path().unwrap_or_default();
     print_url(&format!("http://127.0.0.1:{port}{link}"));
-    eprintln!("stream-worker: the console is at the URL above (it works once; Ctrl-C stops the console)");
-    let console = Arc::new(Console { gate: Mutex::new(gate), handler, wait, redriven: Mutex::new(None) });
+    let mode = if matches!(access, Access::ReadOnly(_)) { " (read-only)" } else { "" };
+    eprintln!("stream-worker: the console{mode} is at the URL above (it works once; Ctrl-C stops the console)");
+    let console = Arc::new(Console { gate: Mutex::new(gate), access, redriven: Mutex::new(None) });
     let app = Router::new()
         .route("/", get(list))
         .route("/receipt", get(receipt))
@@ -120,19 +137,26 @@ async fn css() -> Response {
 }
 
 async fn list(State(console): State<Arc<Console>>, query: Result<Query<ListQuery>, QueryRejection>) -> Response {
+    let none = Page::default();
     let Ok(Query(query)) = query else {
         let error = "The filter could not be read (a field given twice?).";
-        return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), false, Some(error)));
+        return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), &none, Some(error)));
     };
     let filter = match Filter::read(&query) {
         Ok(filter) => filter,
-        Err(error) => return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), false, Some(&error))),
+        Err(error) => return page(StatusCode::BAD_REQUEST, pages::list(&[], &Filter::default(), &none, Some(&error))),
     };
-    let cutoff = filter.since.as_ref().map(|(_, since)| since.cutoff(now_millis()));
-    match console.handler.receipts.list(filter.status, cutoff.as_deref()).await {
-        Ok(items) => {
-            let (rows, more) = pages::page_of(items.iter().map(operate::summary).collect(), &filter);
-            page(StatusCode::OK, pages::list(&rows, &filter, more, None))
+    let ask = Ask {
+        view: filter.view(),
+        profile: filter.profile,
+        since: filter.since.as_ref().map(|(_, since)| since.cutoff(now_millis())),
+        after: filter.after.clone(),
+        size: pages::PAGE,
+    };
+    match console.access.receipts().page(&ask).await {
+        Ok(read) => {
+            let rows: Vec<_> = read.items.iter().map(operate::summary).collect();
+            page(StatusCode::OK, pages::list(&rows, &filter, &read, None))
         }
         Err(error) => failed(&error),
     }
@@ -153,14 +177,20 @@ async fn receipt(State(console): State<Arc<Console>>, query: Result<Query<Receip
         );
     };
     let key = profile.key(&query.id);
-    match console.handler.receipts.find(&key, &query.id).await {
+    match console.access.receipts().find(&key, &query.id).await {
         Ok(item) => {
             let shown = operate::describe(&item, query.payload.as_deref() == Some("1"));
             // The result of a redrive, once: a reload shows the receipt as it is.
             let mut last = console.redriven.lock().unwrap_or_else(|e| e.into_inner());
             let redriven = last.take_if(|(of, _)| *of == key).map(|(_, r)| r);
-            let token = console.gate.lock().unwrap_or_else(|e| e.into_inner()).form_token().to_owned();
-            page(StatusCode::OK, pages::receipt(&shown, redriven.as_ref(), &token))
+            // A read-only console offers no redrive, so its pages carry no form token.
+            let token = match console.access {
+                Access::ReadOnly(_) => None,
+                Access::Redrive { .. } => {
+                    Some(console.gate.lock().unwrap_or_else(|e| e.into_inner()).form_token().to_owned())
+                }
+            };
+            page(StatusCode::OK, pages::receipt(&shown, redriven.as_ref(), token.as_deref()))
         }
         Err(error) => failed(&error),
     }
@@ -180,6 +210,10 @@ async fn redrive(
     headers: HeaderMap,
     form: Result<Form<RedriveForm>, FormRejection>,
 ) -> Response {
+    // A read-only console redrives nothing, whatever the form says.
+    let Access::Redrive { handler, wait } = &console.access else {
+        return refused(Refusal::ReadOnly);
+    };
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     // A body that is no form has no form token either: refused as such.
     let form = form.map(|Form(form)| form).unwrap_or_default();
@@ -191,8 +225,8 @@ async fn redrive(
         return page(StatusCode::BAD_REQUEST, pages::message("No such receipt", "The form names no receipt."));
     };
     let key = profile.key(&id);
-    let mode = RedriveMode { only_failed: false, force: false, wait: console.wait };
-    match operate::redrive(&console.handler, std::slice::from_ref(&key), mode, |_, _| {}).await {
+    let mode = RedriveMode { only_failed: false, force: false, wait: *wait };
+    match operate::redrive(handler, std::slice::from_ref(&key), mode, |_, _| {}).await {
         Ok(mut results) if !results.is_empty() => {
             let result = results.remove(0);
             eprintln!(

@@ -1,7 +1,8 @@
 //! The receipts table as an operator sees it: the waiting receipts (from the sparse `pending`
 //! index), the count of `FAILED` ones (from the sparse `failed` index, which `--scan` fills
-//! with those that failed before it), a filtered listing (`RECEIVED` and `FAILED` through
-//! their index), one receipt by submission ID, and reopening a `FAILED` one.
+//! with those that failed before it), the reads a listing stands on (an index's keys, receipts
+//! by key, a scan; [`crate::listing`] lists), one receipt by submission ID, and reopening a
+//! `FAILED` one.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -67,7 +68,7 @@ impl fmt::Display for OperateError {
 impl std::error::Error for OperateError {}
 
 /// Maps an SDK error to what the operator must do about it.
-fn operate_error<E, R>(table: &str, error: &SdkError<E, R>) -> OperateError
+pub(crate) fn operate_error<E, R>(table: &str, error: &SdkError<E, R>) -> OperateError
 where
     E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
 {
@@ -94,7 +95,7 @@ type PageKey = Option<HashMap<String, AttributeValue>>;
 /// What a refused query on the sparse `index` means: the request is fixed, so a
 /// `ValidationException` is about the index, missing or (its `message` says "backfilling")
 /// still being filled.
-fn index_error(error: OperateError, message: &str, table: &str, index: &'static str) -> OperateError {
+pub(crate) fn index_error(error: OperateError, message: &str, table: &str, index: &'static str) -> OperateError {
     match error {
         OperateError::Store { code } if code == "ValidationException" => {
             if message.contains("backfilling") {
@@ -134,7 +135,7 @@ impl DynamoReceipts {
 
     /// Keys of the receipts in the sparse `index` (partition key `shard`) received at or after
     /// `since`, when given: one query per shard, paged, reading only the index's keys.
-    async fn indexed(
+    pub(crate) async fn indexed(
         &self,
         index: &'static str,
         shard: &str,
@@ -247,37 +248,22 @@ impl DynamoReceipts {
         Ok(indexed)
     }
 
-    /// Receipts (without their payloads) with `status` and received at or after `since`,
-    /// oldest first. `RECEIVED` and `FAILED` ones are found in their sparse index and read
-    /// one by one (consistently: one that changed since the index listed it is left out), so
-    /// the cost is the receipts listed, not the table; `COMPLETED` ones, or every status, by a
-    /// scan, which reads the whole table.
-    pub async fn list(&self, status: Option<ReceiptStatus>, since: Option<&str>) -> Result<Vec<Item>, OperateError> {
-        let indexed = match status {
-            Some(ReceiptStatus::Received) => Some(self.indexed(PENDING_INDEX, PENDING_SHARD, since).await?),
-            Some(ReceiptStatus::Failed) => Some(self.indexed(FAILED_INDEX, FAILED_SHARD, since).await?),
-            _ => None,
-        };
-        let mut items = match (indexed, status) {
-            (Some(keys), Some(status)) => self.read_listed(&keys, status).await?,
-            _ => self.scan(status, since, None, LISTED).await?,
-        };
-        items.sort_by(|a, b| {
-            let at = |i: &Item| i.get("receivedAt").and_then(|v| v.as_s()).map(str::to_owned);
-            at(a).cmp(&at(b))
-        });
-        Ok(items)
-    }
-
     /// The receipts `keys` (their [`LISTED`] attributes), read consistently, 16 at a time; those
-    /// no longer in `status` (or gone) are left out.
-    async fn read_listed(&self, keys: &[String], status: ReceiptStatus) -> Result<Vec<Item>, OperateError> {
+    /// no longer in one of `statuses` (or gone) are left out.
+    pub(crate) async fn read_listed(
+        &self,
+        keys: &[String],
+        statuses: &[ReceiptStatus],
+    ) -> Result<Vec<Item>, OperateError> {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
         // Owned keys: a closure over borrowed ones is not `Send` for every lifetime (the console's
         // handlers need it to be).
         let read = stream::iter(keys.iter().cloned().map(|key| self.read_one(key))).buffered(16);
         let items: Vec<Option<Item>> = read.try_collect().await?;
-        let in_status = |item: &Item| item.get("status").and_then(|v| v.as_s()) == Some(status.as_str());
+        let in_status = |item: &Item| {
+            let status = item.get("status").and_then(|v| v.as_s());
+            statuses.iter().any(|wanted| status == Some(wanted.as_str()))
+        };
         Ok(items.into_iter().flatten().filter(in_status).collect())
     }
 
@@ -298,7 +284,7 @@ impl DynamoReceipts {
         Ok(output.item.map(|item| item.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()))
     }
 
-    async fn scan(
+    pub(crate) async fn scan(
         &self,
         status: Option<ReceiptStatus>,
         since: Option<&str>,

@@ -11,6 +11,7 @@ pub mod config;
 pub mod console;
 pub mod handler;
 pub mod inventory;
+pub mod listing;
 pub mod metrics;
 pub mod operate;
 pub mod poll;

@@ -16,8 +16,10 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use shared::receipt::ReceiptStatus;
 use stream_worker::cli::{self, Command, RedriveTarget};
 use stream_worker::config::Config;
+use stream_worker::console::Access;
 use stream_worker::handler::Handler;
 use stream_worker::inventory::OperateError;
+use stream_worker::listing::View;
 use stream_worker::metrics::now_millis;
 use stream_worker::operate;
 use stream_worker::poll::Poller;
@@ -47,10 +49,14 @@ async fn main() -> anyhow::Result<()> {
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
 
     // Reading receipts needs only the table; everything else also needs the sink.
-    if let Command::List { .. } | Command::Show { .. } = command {
+    if let Command::List { .. } | Command::Show { .. } | Command::Console { read_only: true, .. } = command {
         let table = std::env::var("RECEIPTS_TABLE").ok().filter(|t| !t.trim().is_empty());
         let table = table.ok_or_else(|| anyhow!("RECEIPTS_TABLE: expected the receipts table's name"))?;
-        return inspect(command, &DynamoReceipts::new(dynamodb, table.trim())).await;
+        let receipts = DynamoReceipts::new(dynamodb, table.trim());
+        if let Command::Console { port, .. } = command {
+            return stream_worker::console::serve(Access::ReadOnly(receipts), port, shutdown()).await;
+        }
+        return inspect(command, &receipts).await;
     }
     let secrets = match std::env::var(stream_worker::secrets::SINK_SECRET_ARN).ok().filter(|a| !a.is_empty()) {
         Some(arn) => stream_worker::secrets::fetch(&aws, &arn).await?,
@@ -107,7 +113,7 @@ async fn main() -> anyhow::Result<()> {
             let keys = match target {
                 RedriveTarget::One(profile, id) => vec![profile.key(&id)],
                 RedriveTarget::AllFailed => {
-                    let failed = handler.receipts.list(Some(ReceiptStatus::Failed), None).await?;
+                    let failed = handler.receipts.list(View::Indexed(ReceiptStatus::Failed), None).await?;
                     failed.iter().filter_map(|i| i.get("pk").and_then(|v| v.as_s()).map(str::to_owned)).collect()
                 }
             };
@@ -135,7 +141,9 @@ async fn main() -> anyhow::Result<()> {
             print_out(text);
             Ok(())
         }
-        Command::Console { port, wait } => stream_worker::console::serve(handler, port, wait, shutdown()).await,
+        Command::Console { port, wait, .. } => {
+            stream_worker::console::serve(Access::Redrive { handler: Box::new(handler), wait }, port, shutdown()).await
+        }
         Command::List { .. } | Command::Show { .. } | Command::Profiles { .. } => unreachable!("handled above"),
     }
 }
@@ -143,9 +151,9 @@ async fn main() -> anyhow::Result<()> {
 /// `receipts list` and `receipts show`.
 async fn inspect(command: Command, receipts: &DynamoReceipts) -> anyhow::Result<()> {
     let text = match command {
-        Command::List { status, since, json } => {
+        Command::List { status, all, since, json } => {
             let since = since.map(|s| s.cutoff(now_millis()));
-            let items = receipts.list(status, since.as_deref()).await?;
+            let items = receipts.list(View::of(status, all), since.as_deref()).await?;
             if json {
                 format!("{}\n", operate::list_json(&items))
             } else {

@@ -34,13 +34,15 @@ struct Console {
 }
 
 impl Console {
-    fn start(w: &World) -> Console {
-        let child = w
-            .command(&["console", "--wait", "60s"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("stream-worker console starts");
+    /// `stream-worker console` with these arguments, and the sink's settings unless
+    /// `read_only` (a read-only console needs only the table).
+    fn start(w: &World, args: &[&str]) -> Console {
+        let mut command = w.command(&[&["console"], args].concat());
+        if args.contains(&"--read-only") {
+            command.env_remove("LEAD_SINK");
+        }
+        let child =
+            command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("stream-worker console starts");
         // Held from here on, so a failure below still stops it.
         let mut console = Console { child, port: 0, login: String::new() };
         let mut line = String::new();
@@ -141,7 +143,7 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
         })
     };
 
-    let console = Console::start(&w);
+    let console = Console::start(&w, &["--wait", "60s"]);
     let (port, base) = (console.port, console.base());
     let host = format!("127.0.0.1:{port}");
     let login_path = console.login.strip_prefix(&base).unwrap().to_owned();
@@ -173,16 +175,19 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     let session = cookies.iter().find(|k| k.name() == name).expect("the session cookie, named for the port");
     assert_eq!((session.http_only(), session.same_site()), (Some(true), Some(cookie::SameSite::Strict)));
     let session = format!("{name}={}", session.value());
+    // The first view is what needs attention (RECEIVED and FAILED, from their indexes): the
+    // COMPLETED sub_fine is under "any (a scan)".
     let page = browser.source().await;
-    assert!(page.contains("sub_markup") && page.contains("sub_fine"), "{page}");
+    assert!(page.contains("sub_markup") && !page.contains("sub_fine"), "{page}");
+    assert!(page.contains("This page read "), "{page}");
     // The login link worked once.
     let (status, _) = raw(port, "GET", &login_path, &[("Host", &host)], "");
     assert_eq!(status, 401, "a used login token");
     // The time and profile filters, as the form sends them.
     let get = |path: &str| raw(port, "GET", path, &[("Host", &host), ("Cookie", &session)], "");
-    let (status, recent) = get(&format!("/?since={between}"));
+    let (status, recent) = get(&format!("/?status=all&since={between}"));
     assert!(status == 200 && recent.contains("sub_fine") && !recent.contains("sub_markup"), "{recent}");
-    let (status, both) = get("/?profile=staticforms&status=");
+    let (status, both) = get("/?profile=staticforms&status=all");
     assert!(status == 200 && both.contains("sub_fine") && both.contains("sub_markup"), "{both}");
     let (status, typeform) = get("/?profile=typeform&status=");
     assert!(status == 200 && typeform.contains("No receipts match.") && !typeform.contains("sub_fine"), "{typeform}");
@@ -282,4 +287,57 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     let log = console.stop();
     assert_eq!(log.matches("console: redrive").count(), 1, "one redrive: {log}");
     assert!(!log.contains(delivery::VISITOR_EMAIL) && !log.contains("pwned"), "no form contents in the log: {log}");
+}
+
+/// `console --read-only`, started without the sink's settings: it lists and shows receipts,
+/// offers no redrive (no form, no form token), and refuses a redrive POST that is otherwise
+/// well formed: the receipt stays FAILED and nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_console_needs_no_sink_and_redrives_nothing() {
+    let w = world();
+    w.deliver("sub_waiting", 10_000);
+    let mut failed = receipt(&delivery::body("sub_refused", "Hello", 1_796_019_713), tests::now_millis() - 20_000);
+    failed.status = shared::receipt::ReceiptStatus::Failed;
+    failed.failed_at = Some(shared::time::iso8601_millis(tests::now_millis() - 10_000));
+    failed.failure_reason = Some("sink_rejected".into());
+    put_item(&w.store, "receipts", &failed.to_item());
+
+    let console = Console::start(&w, &["--read-only"]);
+    let port = console.port;
+    let host = format!("127.0.0.1:{port}");
+    let login_path = console.login.strip_prefix(&console.base()).unwrap().to_owned();
+    let (status, answer) = raw(port, "GET", &login_path, &[("Host", &host)], "");
+    assert_eq!(status, 303, "{answer}");
+    let name = format!("console_session_{port}=");
+    let cookie = answer
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().starts_with("set-cookie:").then(|| line[11..].trim().to_owned()))
+        .expect("a session cookie");
+    let session = cookie.split(';').next().unwrap().to_owned();
+    assert!(session.starts_with(&name), "{session}");
+    let get = |path: &str| raw(port, "GET", path, &[("Host", &host), ("Cookie", &session)], "");
+
+    let (status, list) = get("/");
+    assert!(status == 200 && list.contains("sub_waiting") && list.contains("sub_refused"), "{list}");
+    let (status, failed) = get("/?status=FAILED");
+    assert!(status == 200 && failed.contains("sub_refused") && !failed.contains("sub_waiting"), "{failed}");
+    let (status, page) = get("/receipt?profile=staticforms&id=sub_refused");
+    assert!(status == 200 && page.contains("sink_rejected") && guarded(&page), "{page}");
+    assert!(!page.contains("action=\"/redrive\"") && !page.contains("form_token"), "no redrive form: {page}");
+    assert!(page.contains("A read-only console: redrive with"), "{page}");
+
+    let form = "profile=staticforms&id=sub_refused&form_token=0000";
+    let headers = [
+        ("Host", host.as_str()),
+        ("Cookie", session.as_str()),
+        ("Origin", &format!("http://{host}")),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    let (status, answer) = raw(port, "POST", "/redrive", &headers, form);
+    assert!(status == 403 && answer.contains("read-only") && guarded(&answer), "{answer}");
+    assert_eq!(w.status("sub_refused"), "FAILED");
+    assert!(w.store.get("receipts", &delivery::key("sub_refused")).unwrap().get("redrivenAt").is_none());
+    assert!(!w.leads_db().exists(), "no sink was opened");
+    let log = console.stop();
+    assert!(log.contains("the console (read-only) is at the URL above"), "{log}");
 }

@@ -12,6 +12,7 @@ mod edge_hostile;
 mod edge_promises;
 mod edge_receiver;
 mod lambda_mode;
+mod listing;
 mod log_hygiene;
 mod operate;
 mod operate_faults;

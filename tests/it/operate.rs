@@ -248,9 +248,13 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     worker::drain(&poller, &refusing).await;
     assert_eq!((w.status("sub_ok"), w.status("sub_bad")), ("COMPLETED".into(), "FAILED".into()));
 
-    let listed = w.json(&["receipts", "list", "--json"]);
+    let listed = w.json(&["receipts", "list", "--all", "--json"]);
     let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
     assert_eq!(ids, ["sub_bad", "sub_ok", "sub_bad_2", "sub_bad_3"], "oldest first");
+    // Without --all, what needs attention (RECEIVED and FAILED, from their indexes).
+    let attention = w.json(&["receipts", "list", "--json"]);
+    let ids: Vec<&str> = attention.as_array().unwrap().iter().map(|r| r["submissionId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["sub_bad", "sub_bad_2", "sub_bad_3"], "no COMPLETED one");
     let failed = w.json(&["receipts", "list", "--status", "FAILED", "--json"]);
     assert_eq!(failed.as_array().unwrap().len(), 3);
     // The list reads the index, then each receipt consistently: an index entry that lags the
@@ -272,8 +276,8 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     assert_eq!((counted["overdue"].as_u64(), counted["failedInTable"].as_u64()), (Some(0), Some(3)), "{counted}");
     assert_eq!(failed[0]["failureReason"], "sink_rejected");
     assert!(failed[0]["failedAt"].is_string());
-    assert_eq!(w.json(&["receipts", "list", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
-    let table = w.run(&["receipts", "list"]);
+    assert_eq!(w.json(&["receipts", "list", "--all", "--since", "1h", "--json"]).as_array().unwrap().len(), 2);
+    let table = w.run(&["receipts", "list", "--all"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
         table.starts_with("PROFILE      SUBMISSION ID")

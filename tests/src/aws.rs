@@ -46,3 +46,22 @@ pub fn put_item(store: &Ministack, table: &str, item: &Item) {
     let wire: serde_json::Value = serde_json::from_str(&item_to_wire(item).to_text()).unwrap();
     store.ok("DynamoDB_20120810.PutItem", &serde_json::json!({"TableName": table, "Item": wire}));
 }
+
+/// Writes `items` with the root key, 25 to a `BatchWriteItem` call (setup of a large table),
+/// writing again whatever the store left unprocessed.
+pub fn put_items(store: &Ministack, table: &str, items: &[Item]) {
+    for chunk in items.chunks(25) {
+        let mut requests: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|item| {
+                let wire: serde_json::Value = serde_json::from_str(&item_to_wire(item).to_text()).unwrap();
+                serde_json::json!({"PutRequest": {"Item": wire}})
+            })
+            .collect();
+        while !requests.is_empty() {
+            let answer =
+                store.ok("DynamoDB_20120810.BatchWriteItem", &serde_json::json!({"RequestItems": {table: requests}}));
+            requests = answer["UnprocessedItems"][table].as_array().cloned().unwrap_or_default();
+        }
+    }
+}

@@ -122,8 +122,8 @@ pub fn dashboard_metrics(namespace: &str) -> Vec<WidgetMetric> {
     found
 }
 
-/// The namespaces a widget may show: the code's own and Lambda's. Any other is a misspelling.
-const KNOWN: [&str; 2] = ["WebhookReceiver", "AWS/Lambda"];
+/// The namespaces a widget may show: the code's own, Lambda's and DynamoDB's. Any other is a misspelling.
+const KNOWN: [&str; 3] = ["WebhookReceiver", "AWS/Lambda", "AWS/DynamoDB"];
 
 /// The namespace and the metric a SEARCH expression selects: `{namespace,dim,...}` names the
 /// dimensions, `MetricName="..."` the metric, `dim="value"` a filter; `None` when it has no

@@ -49,6 +49,8 @@ pub enum Refusal {
     OtherSite,
     /// The session was not used for [`IDLE_MILLIS`].
     Idle,
+    /// A redrive asked of a console started with `--read-only`.
+    ReadOnly,
 }
 
 impl Refusal {
@@ -57,7 +59,7 @@ impl Refusal {
         match self {
             Refusal::WrongHost => 421,
             Refusal::NotLoggedIn | Refusal::BadLoginToken | Refusal::Idle => 401,
-            Refusal::CrossOrigin | Refusal::NoFormToken | Refusal::OtherSite => 403,
+            Refusal::CrossOrigin | Refusal::NoFormToken | Refusal::OtherSite | Refusal::ReadOnly => 403,
         }
     }
 
@@ -77,6 +79,9 @@ impl Refusal {
                 "Refused: the request came from another page than this console's. Open the console's URL yourself (from the terminal or the address bar)."
             }
             Refusal::Idle => "The session ended after 30 minutes unused: restart the console for a new login URL.",
+            Refusal::ReadOnly => {
+                "Refused: this console is read-only (--read-only). Redrive with `stream-worker receipts redrive`, or from a console started with the sink's settings."
+            }
         }
     }
 }
@@ -328,6 +333,7 @@ mod tests {
             (Refusal::NoFormToken, 403),
             (Refusal::OtherSite, 403),
             (Refusal::Idle, 401),
+            (Refusal::ReadOnly, 403),
         ];
         for (refusal, status) in all {
             assert_eq!(refusal.status(), status, "{refusal:?}");
@@ -340,6 +346,7 @@ mod tests {
         assert!(Refusal::NoFormToken.message().contains("reload"));
         assert!(Refusal::OtherSite.message().contains("another page"));
         assert!(Refusal::Idle.message().contains("30 minutes"));
+        assert!(Refusal::ReadOnly.message().contains("read-only") && Refusal::ReadOnly.message().contains("redrive"));
     }
 
     #[test]
