@@ -136,6 +136,10 @@ impl DynamoReceipts {
                 for (_, index, shard) in view.indexes() {
                     keys.extend(self.indexed(index, shard, since).await?);
                 }
+                // A receipt just failed can still be in the pending index (an index lags its
+                // table): listed once.
+                keys.sort();
+                keys.dedup();
                 let statuses: Vec<ReceiptStatus> = view.indexes().iter().map(|(status, _, _)| *status).collect();
                 self.read_listed(&keys, &statuses).await?
             }
@@ -156,14 +160,15 @@ impl DynamoReceipts {
     }
 
     async fn index_page(&self, view: View, ask: &Ask) -> Result<Page, OperateError> {
+        // Every shard of every index the view reads, at once.
+        let shards = view.indexes().iter().flat_map(|(_, index, shard)| {
+            (0..PENDING_SHARDS).map(move |value| self.newest_of_shard(index, shard, format!("{value:x}"), ask))
+        });
         let mut entries = Vec::new();
         let mut items_read = 0;
-        for (_, index, shard) in view.indexes() {
-            for value in 0..PENDING_SHARDS {
-                let (found, read) = self.newest_of_shard(index, shard, &format!("{value:x}"), ask).await?;
-                entries.extend(found);
-                items_read += read;
-            }
+        for (found, read) in futures_util::future::try_join_all(shards).await? {
+            entries.extend(found);
+            items_read += read;
         }
         let (shown, more) = newest(entries, ask.size);
         let keys: Vec<String> = shown.iter().map(|(_, key)| key.clone()).collect();
@@ -178,25 +183,26 @@ impl DynamoReceipts {
         Ok(Page { items, next, items_read })
     }
 
-    /// Up to `ask.size + 1` entries of one shard of `index` that `ask` wants, newest first, and
-    /// how many entries the store read for them (a page of `size + 1` at a time).
+    /// The newest entries of one shard of `index` that `ask` wants: read newest first, a page
+    /// and two more at a time, until a page and one more are found and every entry received in
+    /// the same millisecond as the last of them too ([`shard_read`]); and how many entries the
+    /// store read for them.
     async fn newest_of_shard(
         &self,
         index: &'static str,
         shard: &str,
-        value: &str,
+        value: String,
         ask: &Ask,
     ) -> Result<(Vec<Entry>, u64), OperateError> {
         let before = match &ask.after {
-            Some(Cursor::Before { at, .. }) => Some(at),
+            Some(Cursor::Before { at, .. }) => Some(at.as_str()),
             _ => None,
         };
-        if ask.since.as_ref().zip(before).is_some_and(|(since, at)| since > at) {
-            // Nothing can be both (and DynamoDB refuses such a BETWEEN).
+        let Some((range, values)) = received_range(ask.since.as_deref(), before) else {
             return Ok((Vec::new(), 0));
-        }
-        let limit = i32::try_from(ask.size + 1).unwrap_or(i32::MAX);
-        let mut condition = String::from("#shard = :shard");
+        };
+        // A page, one more (is there a next page?), and one to see past its millisecond.
+        let limit = i32::try_from(ask.size + 2).unwrap_or(i32::MAX);
         let mut request = self
             .client
             .query()
@@ -204,26 +210,12 @@ impl DynamoReceipts {
             .index_name(index)
             .scan_index_forward(false)
             .limit(limit)
+            .key_condition_expression(format!("#shard = :shard{range}"))
             .expression_attribute_names("#shard", shard)
-            .expression_attribute_values(":shard", AttributeValue::S(value.to_owned()));
-        match (&ask.since, before) {
-            (Some(since), Some(at)) => {
-                condition.push_str(" AND receivedAt BETWEEN :since AND :before");
-                request = request
-                    .expression_attribute_values(":since", AttributeValue::S(since.clone()))
-                    .expression_attribute_values(":before", AttributeValue::S(at.clone()));
-            }
-            (Some(since), None) => {
-                condition.push_str(" AND receivedAt >= :since");
-                request = request.expression_attribute_values(":since", AttributeValue::S(since.clone()));
-            }
-            (None, Some(at)) => {
-                condition.push_str(" AND receivedAt <= :before");
-                request = request.expression_attribute_values(":before", AttributeValue::S(at.clone()));
-            }
-            (None, None) => {}
+            .expression_attribute_values(":shard", AttributeValue::S(value));
+        for (name, at) in values {
+            request = request.expression_attribute_values(name, AttributeValue::S(at.to_owned()));
         }
-        let request = request.key_condition_expression(condition);
         let (mut found, mut read, mut start) = (Vec::new(), 0u64, None);
         loop {
             let output = request.clone().set_exclusive_start_key(start).send().await.map_err(|e| {
@@ -232,6 +224,7 @@ impl DynamoReceipts {
                 index_error(operate_error(&self.table, &e), message, &self.table, index)
             })?;
             read += u64::try_from(output.scanned_count()).unwrap_or_default();
+            let mut last_at = None;
             for item in output.items() {
                 if let (Some(AttributeValue::S(at)), Some(AttributeValue::S(key))) =
                     (item.get("receivedAt"), item.get("pk"))
@@ -240,18 +233,20 @@ impl DynamoReceipts {
                     if wanted(&entry, ask.after.as_ref(), ask.profile) {
                         found.push(entry);
                     }
+                    last_at = Some(at.clone());
                 }
             }
             start = output.last_evaluated_key;
-            if found.len() > ask.size || start.is_none() {
+            if start.is_none() || shard_read(&found, ask.size, last_at.as_deref()) {
                 return Ok((found, read));
             }
         }
     }
 
     /// A page of a scan: from the cursor's key in the table's order, until the page is full,
-    /// the table ends, or [`SCAN_BUDGET`] items were read. Each request asks for at most the
-    /// receipts the page still lacks, so none read is skipped by the next page.
+    /// the table ends, or [`SCAN_BUDGET`] items were read ([`scan_limit`] per request). When a
+    /// request finds more than the page lacks, the page keeps what it lacks and the next page
+    /// starts after the last one kept, so none is skipped.
     async fn scan_page(&self, status: Option<ReceiptStatus>, ask: &Ask) -> Result<Page, OperateError> {
         let mut filters = Vec::new();
         let mut request = self
@@ -281,36 +276,77 @@ impl DynamoReceipts {
             _ => None,
         };
         let mut page = Page::default();
-        loop {
-            let lacking = ask.size.saturating_sub(page.items.len()).max(1);
-            let budget = SCAN_BUDGET.saturating_sub(page.items_read as usize).max(1);
-            let limit = i32::try_from(lacking.min(budget)).unwrap_or(i32::MAX);
+        for round in 0.. {
+            let lacking = ask.size.saturating_sub(page.items.len());
+            let budget = SCAN_BUDGET.saturating_sub(usize::try_from(page.items_read).unwrap_or(usize::MAX));
             let output = request
                 .clone()
-                .limit(limit)
+                .limit(scan_limit(lacking, budget, round))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(|e| operate_error(&self.table, &e))?;
             page.items_read += u64::try_from(output.scanned_count()).unwrap_or_default();
-            page.items.extend(
-                output
-                    .items
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| i.into_iter().map(|(k, v)| (k, from_sdk(v))).collect()),
-            );
-            start = output.last_evaluated_key;
-            let last = start.as_ref().and_then(|key| match key.get("pk") {
+            let mut matched: Vec<Item> = output
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| i.into_iter().map(|(k, v)| (k, from_sdk(v))).collect())
+                .collect();
+            let key_of = |item: &Item| item.get("pk").and_then(|v| v.as_s()).map(str::to_owned);
+            // More than the page lacks: keep what it lacks, and go on after the last kept.
+            let mut next = output.last_evaluated_key.as_ref().and_then(|key| match key.get("pk") {
                 Some(AttributeValue::S(key)) => Some(key.clone()),
                 _ => None,
             });
-            if last.is_none() || page.items.len() >= ask.size || page.items_read as usize >= SCAN_BUDGET {
-                page.next = last.map(|key| Cursor::After { key });
-                return Ok(page);
+            if matched.len() > lacking {
+                matched.truncate(lacking);
+                next = matched.last().and_then(key_of);
             }
+            page.items.extend(matched);
+            let read = usize::try_from(page.items_read).unwrap_or(usize::MAX);
+            if next.is_none() || page.items.len() >= ask.size || read >= SCAN_BUDGET {
+                page.next = next.map(|key| Cursor::After { key });
+                break;
+            }
+            start = next.map(|key| [("pk".to_owned(), AttributeValue::S(key))].into());
         }
+        Ok(page)
     }
+}
+
+/// The key condition on `receivedAt` of a page received at or after `since` and no later than
+/// the cursor's `before` (each when given): the condition's text and its values; `None` when
+/// nothing can be both (DynamoDB refuses a `BETWEEN` whose bounds are reversed).
+fn received_range<'a>(
+    since: Option<&'a str>,
+    before: Option<&'a str>,
+) -> Option<(&'static str, Vec<(&'static str, &'a str)>)> {
+    Some(match (since, before) {
+        (Some(since), Some(before)) if since > before => return None,
+        (Some(since), Some(before)) => {
+            (" AND receivedAt BETWEEN :since AND :before", vec![(":since", since), (":before", before)])
+        }
+        (Some(since), None) => (" AND receivedAt >= :since", vec![(":since", since)]),
+        (None, Some(before)) => (" AND receivedAt <= :before", vec![(":before", before)]),
+        (None, None) => ("", Vec::new()),
+    })
+}
+
+/// Whether a shard read newest first has given all a page needs: more than `size` wanted
+/// entries (`found`, in the order read), and the last entry read (`last_at`, wanted or not)
+/// received strictly before the last of the first `size + 1`, so every entry that shares its
+/// millisecond was read too (DynamoDB orders ties of the sort key in no documented way).
+fn shard_read(found: &[Entry], size: usize, last_at: Option<&str>) -> bool {
+    found.get(size).is_some_and(|(boundary, _)| last_at.is_some_and(|at| at < boundary.as_str()))
+}
+
+/// How many items a scan request may evaluate: what the page lacks at first, doubling each
+/// round (a filter that keeps few items needs fewer calls), never past what is left of the
+/// page's budget (and at least one).
+fn scan_limit(lacking: usize, budget: usize, round: u32) -> i32 {
+    let wanted = lacking.max(1).saturating_mul(1usize.checked_shl(round).unwrap_or(usize::MAX));
+    i32::try_from(wanted.min(budget).max(1)).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]
@@ -358,6 +394,44 @@ mod tests {
         assert!(!wanted(&entry(&at("3"), "tally:a"), Some(&cursor), None), "newer");
         assert!(wanted(&entry(&at("3"), "tally:a"), None, Some(Profile::Tally)));
         assert!(!wanted(&entry(&at("3"), "typeform:a"), None, Some(Profile::Tally)));
+    }
+
+    #[test]
+    fn the_key_condition_bounds_received_at_by_the_filter_and_the_cursor() {
+        let (since, before) = ("2026-12-01T00:00:00.000Z", "2026-12-02T00:00:00.000Z");
+        assert_eq!(received_range(None, None), Some(("", vec![])));
+        assert_eq!(received_range(Some(since), None), Some((" AND receivedAt >= :since", vec![(":since", since)])));
+        assert_eq!(received_range(None, Some(before)), Some((" AND receivedAt <= :before", vec![(":before", before)])));
+        assert_eq!(
+            received_range(Some(since), Some(before)),
+            Some((" AND receivedAt BETWEEN :since AND :before", vec![(":since", since), (":before", before)]))
+        );
+        assert!(received_range(Some(since), Some(since)).is_some(), "equal bounds are one millisecond");
+        assert_eq!(received_range(Some(before), Some(since)), None, "reversed: nothing, and no refused query");
+    }
+
+    #[test]
+    fn a_shard_is_read_until_a_page_and_one_more_and_every_tie_of_the_last() {
+        let at = |t: &str| format!("2026-12-01T00:00:0{t}.000Z");
+        let found = vec![entry(&at("5"), "k:a"), entry(&at("4"), "k:b"), entry(&at("4"), "k:c")];
+        assert!(!shard_read(&found[..2], 2, Some(&at("4"))), "not a page and one more yet");
+        assert!(!shard_read(&found, 2, Some(&at("4"))), "the last read shares the boundary's millisecond");
+        assert!(shard_read(&found, 2, Some(&at("3"))), "read past the boundary's millisecond");
+        assert!(shard_read(&found, 1, Some(&at("3"))));
+        assert!(!shard_read(&found, 2, None), "nothing read in the last request");
+        assert!(!shard_read(&found, 3, Some(&at("1"))), "fewer than a page and one more");
+    }
+
+    #[test]
+    fn a_scan_asks_for_what_the_page_lacks_doubling_within_its_budget() {
+        assert_eq!(scan_limit(50, SCAN_BUDGET, 0), 50, "an unfiltered page reads what it shows");
+        assert_eq!(scan_limit(3, SCAN_BUDGET, 0), 3);
+        assert_eq!(scan_limit(3, SCAN_BUDGET, 1), 6);
+        assert_eq!(scan_limit(3, SCAN_BUDGET, 4), 48);
+        assert_eq!(scan_limit(3, 20, 4), 20, "never past the budget left");
+        assert_eq!(scan_limit(3, 0, 0), 1);
+        assert_eq!(scan_limit(0, 10, 0), 1);
+        assert_eq!(scan_limit(50, SCAN_BUDGET, 200), 1_000, "a shift past the width is the budget");
     }
 
     #[test]

@@ -8,19 +8,25 @@
 use std::collections::BTreeSet;
 
 use shared::dynamo::Item;
-use shared::receipt::{Receipt, ReceiptStatus};
+use shared::profile::Profile;
+use shared::receipt::{pending_shard, Receipt, ReceiptStatus};
 use stream_worker::listing::{Ask, Page, View, SCAN_BUDGET};
 use stream_worker::receipts::DynamoReceipts;
 use tests::aws::{put_items, receipt, sdk_config};
-use tests::delivery;
+use tests::{delivery, senders};
 
 use crate::operate::world;
 
 /// Receipts per page, as the console asks.
 const SIZE: usize = 50;
 
-/// `RECEIVED` receipts in the table: about 120 in each of the index's 10 shards.
-const RECEIVED: usize = 1_200;
+/// `RECEIVED` Static Forms receipts a second apart: about 70 in each of the index's 16
+/// shards, more than a page in every one.
+const RECEIVED: u64 = 1_140;
+
+/// `RECEIVED` receipts received in the same millisecond, all in one shard of the index, so a
+/// shard's read ends among them on some page.
+const TIES: usize = 60;
 
 fn stored(id: &str, at_millis: u64, status: ReceiptStatus) -> Receipt {
     let mut receipt = receipt(&delivery::body(id, "Hello", 1_796_019_713), at_millis);
@@ -36,9 +42,14 @@ fn stored(id: &str, at_millis: u64, status: ReceiptStatus) -> Receipt {
     receipt
 }
 
-/// Every page of `view`, first to last.
-async fn every_page(receipts: &DynamoReceipts, view: View, since: Option<String>) -> Vec<Page> {
-    let mut ask = Ask { view, profile: None, since, after: None, size: SIZE };
+/// Every page of `view` (of `profile`, received since `since`), first to last.
+async fn every_page(
+    receipts: &DynamoReceipts,
+    view: View,
+    profile: Option<Profile>,
+    since: Option<String>,
+) -> Vec<Page> {
+    let mut ask = Ask { view, profile, since, after: None, size: SIZE };
     let mut pages = Vec::new();
     loop {
         let page = receipts.page(&ask).await.expect("a page");
@@ -55,16 +66,38 @@ fn keys(items: &[Item]) -> Vec<String> {
     items.iter().map(|i| i["pk"].as_s().unwrap().to_owned()).collect()
 }
 
-/// A table of 1,200 `RECEIVED` receipts (60 of them received in the same millisecond, so a page
-/// boundary falls among them, the rest a second apart: more than a page in every shard), 7
-/// `FAILED` and `completed` `COMPLETED` ones older than all of them; the receipts, their reader
-/// (the operator's key), the store.
+/// Every page's receipts, in order; each key once, newest first (`receivedAt`, then key)
+/// across the pages, no page above its size.
+fn shown_newest_first(pages: &[Page]) -> BTreeSet<String> {
+    let order: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(|p| {
+            p.items.iter().map(|i| (i["receivedAt"].as_s().unwrap().to_owned(), i["pk"].as_s().unwrap().to_owned()))
+        })
+        .collect();
+    assert!(order.windows(2).all(|pair| pair[0] > pair[1]), "newest first across pages, each once");
+    assert!(pages.iter().all(|p| p.items.len() <= SIZE));
+    order.into_iter().map(|(_, key)| key).collect()
+}
+
+/// A table of `RECEIVED` receipts ([`RECEIVED`] a second apart, [`TIES`] in one millisecond
+/// and one shard, older, and 5 of Tally's), 7 `FAILED` and `completed` `COMPLETED` ones
+/// older than all of them; the receipts, their reader (the operator's key), the store.
 async fn table(completed: usize, now: u64) -> (Vec<Receipt>, DynamoReceipts, crate::operate::World) {
     let w = world();
     let mut all = Vec::new();
-    for n in 0..RECEIVED as u64 {
-        let at = if n < 60 { now - 5_000_000 } else { now - 1_000 * (n - 59) };
-        all.push(stored(&format!("wait-{n:04}"), at, ReceiptStatus::Received));
+    for n in 1..=RECEIVED {
+        all.push(stored(&format!("wait-{n:04}"), now - 1_000 * n, ReceiptStatus::Received));
+    }
+    let ties = (0..).map(|n| format!("tie-{n}")).filter(|id| pending_shard(&delivery::key(id)) == "0");
+    for id in ties.take(TIES) {
+        all.push(stored(&id, now - 5_000_000, ReceiptStatus::Received));
+    }
+    for n in 0..5 {
+        let body = senders::body(Profile::Tally, &format!("tally-{n}"), "from a Tally form");
+        let envelope = Profile::Tally.read(&shared::headers::Headers::default(), &body).unwrap();
+        let key = Profile::Tally.key(&envelope.submission_id);
+        all.push(Receipt::new(&envelope, key, "req-tally", now - 4_000_000 - n, 30));
     }
     for n in 0..7u64 {
         all.push(stored(&format!("refused-{n}"), now - 3_000 * n - 1, ReceiptStatus::Failed));
@@ -86,58 +119,66 @@ async fn every_receipt_is_on_one_page_and_a_page_reads_what_it_shows_not_the_tab
     let of = |status: ReceiptStatus| -> BTreeSet<String> {
         all.iter().filter(|r| r.status == status).map(|r| r.key.clone()).collect()
     };
+    let attention: BTreeSet<String> = of(ReceiptStatus::Received).union(&of(ReceiptStatus::Failed)).cloned().collect();
 
-    // What needs attention: RECEIVED and FAILED, newest first, from the indexes alone.
-    let pages = every_page(&receipts, View::Attention, None).await;
-    let shown: Vec<String> = pages.iter().flat_map(|p| keys(&p.items)).collect();
-    let wanted: BTreeSet<String> = of(ReceiptStatus::Received).union(&of(ReceiptStatus::Failed)).cloned().collect();
-    assert_eq!(shown.len(), wanted.len(), "each once: {shown:?}");
-    assert_eq!(shown.iter().cloned().collect::<BTreeSet<_>>(), wanted);
-    let order: Vec<(String, String)> = pages
-        .iter()
-        .flat_map(|p| {
-            p.items.iter().map(|i| (i["receivedAt"].as_s().unwrap().to_owned(), i["pk"].as_s().unwrap().to_owned()))
-        })
-        .collect();
-    assert!(order.windows(2).all(|pair| pair[0] > pair[1]), "newest first across pages");
-    let mut sizes = vec![SIZE; (RECEIVED + 7) / SIZE];
-    sizes.push((RECEIVED + 7) % SIZE);
-    assert_eq!(pages.iter().map(|p| p.items.len()).collect::<Vec<_>>(), sizes);
-    // The first page reads each shard's newest entries, a page and one more (or all of a
-    // shard that holds fewer), and the 50 receipts it shows: none of the COMPLETED ones.
+    // What needs attention: RECEIVED and FAILED, newest first, from the indexes alone, each
+    // once (the ties too, though a shard's read ends among them).
+    let pages = every_page(&receipts, View::Attention, None, None).await;
+    assert_eq!(shown_newest_first(&pages), attention);
+    assert_eq!(pages.iter().map(|p| p.items.len()).sum::<usize>(), attention.len());
+    assert_eq!(pages.len(), attention.len().div_ceil(SIZE));
+    // The first page reads each shard's newest entries, a page and two more (all of a shard
+    // that holds fewer), and the 50 receipts it shows: none of the COMPLETED ones.
     let mut per_shard = std::collections::BTreeMap::<(&str, String), u64>::new();
-    for r in all.iter().filter(|r| r.status != ReceiptStatus::Completed) {
-        *per_shard.entry((r.status.as_str(), shared::receipt::pending_shard(&r.key))).or_default() += 1;
+    for r in all.iter().filter(|r| r.status != ReceiptStatus::Completed && !r.key.contains(":tie-")) {
+        *per_shard.entry((r.status.as_str(), pending_shard(&r.key))).or_default() += 1;
     }
-    let entries: u64 = per_shard.values().map(|n| (*n).min(SIZE as u64 + 1)).sum();
-    assert!(entries < (RECEIVED + 7) as u64, "more than a page in some shard: {per_shard:?}");
+    let entries: u64 = per_shard.values().map(|n| (*n).min(SIZE as u64 + 2)).sum();
+    assert!(per_shard.values().any(|n| *n > SIZE as u64 + 2), "more than a page in some shard: {per_shard:?}");
     assert_eq!(pages[0].items_read, entries + SIZE as u64, "read for the first page");
 
     // One status, from its index: FAILED alone.
-    let failed = every_page(&receipts, View::Indexed(ReceiptStatus::Failed), None).await;
+    let failed = every_page(&receipts, View::Indexed(ReceiptStatus::Failed), None, None).await;
     assert_eq!(failed.len(), 1);
     assert_eq!(keys(&failed[0].items).into_iter().collect::<BTreeSet<_>>(), of(ReceiptStatus::Failed));
     assert_eq!(failed[0].items_read, 7 + 7);
-    // Received since a time: the newer RECEIVED ones alone.
-    let since = shared::time::iso8601_millis(now - 10_500);
-    let recent = every_page(&receipts, View::Indexed(ReceiptStatus::Received), Some(since)).await;
-    let recent: BTreeSet<String> = recent.iter().flat_map(|p| keys(&p.items)).collect();
-    assert_eq!(recent, (60..70).map(|n| delivery::key(&format!("wait-{n:04}"))).collect());
+    // Received since a time, over several pages (the cursor and the time bound together).
+    let since = shared::time::iso8601_millis(now - 300_500);
+    let recent = every_page(&receipts, View::Attention, None, Some(since)).await;
+    let mut wanted: BTreeSet<String> = (1..=300).map(|n| delivery::key(&format!("wait-{n:04}"))).collect();
+    wanted.extend(of(ReceiptStatus::Failed));
+    assert_eq!(recent.len(), 7);
+    assert_eq!(shown_newest_first(&recent), wanted);
+    // One profile's: Tally's five, among the rest.
+    let tally = every_page(&receipts, View::Attention, Some(Profile::Tally), None).await;
+    let tally_keys: BTreeSet<String> =
+        all.iter().filter(|r| r.key.starts_with("tally:")).map(|r| r.key.clone()).collect();
+    assert_eq!((tally.len(), shown_newest_first(&tally)), (1, tally_keys));
 
     // Every status: a scan, each page reading at most SCAN_BUDGET items, each receipt once.
-    let scanned = every_page(&receipts, View::Scan(None), None).await;
+    let scanned = every_page(&receipts, View::Scan(None), None, None).await;
     let shown: Vec<String> = scanned.iter().flat_map(|p| keys(&p.items)).collect();
     assert_eq!(shown.len(), all.len());
     assert_eq!(shown.into_iter().collect::<BTreeSet<_>>(), all.iter().map(|r| r.key.clone()).collect());
     assert!(scanned.iter().all(|p| p.items.len() <= SIZE && p.items_read as usize <= SCAN_BUDGET));
-    assert!(scanned[0].items_read as usize <= SIZE, "an unfiltered page reads what it shows");
+    assert_eq!(scanned[0].items_read as usize, SIZE, "an unfiltered page reads what it shows");
     // COMPLETED: a filtered scan, bounded per page all the same.
-    let done = every_page(&receipts, View::Scan(Some(ReceiptStatus::Completed)), None).await;
+    let done = every_page(&receipts, View::Scan(Some(ReceiptStatus::Completed)), None, None).await;
     let shown: Vec<String> = done.iter().flat_map(|p| keys(&p.items)).collect();
     assert_eq!(shown.len(), completed);
     assert_eq!(shown.into_iter().collect::<BTreeSet<_>>(), of(ReceiptStatus::Completed));
-    let most = done.iter().map(|p| p.items_read).max().unwrap_or_default();
-    assert!(most as usize <= SCAN_BUDGET, "{most}");
+    assert!(done.iter().all(|p| p.items_read as usize <= SCAN_BUDGET));
+    // A filter that keeps few: a page stops at its budget, the next goes on from there.
+    let sparse = every_page(&receipts, View::Scan(Some(ReceiptStatus::Failed)), None, None).await;
+    let shown: Vec<String> = sparse.iter().flat_map(|p| keys(&p.items)).collect();
+    assert_eq!((shown.len(), shown.into_iter().collect::<BTreeSet<_>>()), (7, of(ReceiptStatus::Failed)));
+    assert_eq!(sparse[0].items_read as usize, SCAN_BUDGET, "the first page used its budget");
+    assert_eq!(
+        sparse.len(),
+        all.len().div_ceil(SCAN_BUDGET),
+        "{:?}",
+        sparse.iter().map(|p| p.items_read).collect::<Vec<_>>()
+    );
 }
 
 /// The measurement behind the note (not run by `make test`: loading the table takes minutes):
@@ -166,6 +207,7 @@ async fn what_the_first_pages_read_at_a_hundred_thousand_receipts() {
             second.items.len(),
             second.items_read
         );
-        assert!(first.items_read as usize <= SCAN_BUDGET.max(2 * 10 * (SIZE + 1) + SIZE), "{view:?}");
+        let shards = shared::receipt::PENDING_SHARDS as usize;
+        assert!(first.items_read as usize <= SCAN_BUDGET.max(2 * shards * (SIZE + 2) + SIZE), "{view:?}");
     }
 }

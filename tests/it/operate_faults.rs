@@ -1,6 +1,6 @@
 //! The operator's commands when the store or the sink does not cooperate, run as the built
 //! binary against ministack: a replica behind the table (reads by key must be consistent; the
-//! index and `receipts list`'s scan are eventually consistent, and every key they give is read
+//! indexes and `receipts list --all`'s scan are eventually consistent, and every key they give is read
 //! again by key before anything is done), two redrives of one receipt at the same moment, a
 //! redrive whose read is older than the latest failure, and reconcile and redrive against a
 //! sink that refuses a lead or cannot take one now.

@@ -197,7 +197,13 @@ pub fn list(rows: &[Value], filter: &Filter, page: &Page, error: Option<&str>) -
                 }
             }
         }
-        @if rows.is_empty() && error.is_none() { p { "No receipts match." } }
+        @if rows.is_empty() && error.is_none() {
+            @if page.next.is_some() {
+                p { "None in this stretch of the table (a scan page reads at most " (SCAN_BUDGET) " items): go on with next →." }
+            } @else {
+                p { "No receipts match." }
+            }
+        }
         nav.pages {
             @if filter.after.is_some() { a rel="first" href={ "/?" (filter.query(None)) } { "← first page" } }
             @if let Some(next) = &page.next { a rel="next" href={ "/?" (filter.query(Some(next))) } { "next →" } }
@@ -417,6 +423,13 @@ mod tests {
         assert!(list(&[], &scan, &Page::default(), None)
             .into_string()
             .contains("A scan: receipts in the table's order"));
+        // A scan page that used its budget before finding one: not "none match".
+        let stretch = Page { next: Some(Cursor::After { key: "tally:x".into() }), ..Page::default() };
+        let empty = list(&[], &scan, &stretch, None).into_string();
+        assert!(
+            empty.contains("None in this stretch of the table") && !empty.contains("No receipts match."),
+            "{empty}"
+        );
         assert!(!list(&[], &Filter::default(), &Page::default(), Some("bad"))
             .into_string()
             .contains("No receipts match."));
