@@ -197,15 +197,19 @@ async fn what_the_first_pages_read_at_a_hundred_thousand_receipts() {
     ] {
         let mut ask = Ask { view, profile: None, since: None, after: None, size: SIZE };
         let first = receipts.page(&ask).await.expect("a page");
-        ask.after = first.next.clone();
-        let second = receipts.page(&ask).await.expect("a page");
+        let second = match first.next.clone() {
+            Some(next) => {
+                ask.after = Some(next);
+                let second = receipts.page(&ask).await.expect("a page");
+                format!("page 2 showed {} and read {}", second.items.len(), second.items_read)
+            }
+            None => "no page 2".to_owned(),
+        };
         println!(
-            "listing: {} receipts, {view:?}: page 1 showed {} and read {} items, page 2 showed {} and read {}",
+            "listing: {} receipts, {view:?}: page 1 showed {} and read {} items, {second}",
             all.len(),
             first.items.len(),
-            first.items_read,
-            second.items.len(),
-            second.items_read
+            first.items_read
         );
         let shards = shared::receipt::PENDING_SHARDS as usize;
         assert!(first.items_read as usize <= SCAN_BUDGET.max(2 * shards * (SIZE + 2) + SIZE), "{view:?}");
