@@ -168,7 +168,7 @@ pub fn list(rows: &[Value], filter: &Filter, page: &Page, error: Option<&str>) -
             button type="submit" { "Show" }
         }
         form.lookup method="get" action="/receipt" {
-            label { "Profile"
+            label { "Open one submission: profile"
                 select name="profile" {
                     @for profile in Profile::ALL { option value=(profile.name()) { (profile.name()) } }
                 }
