@@ -1,6 +1,7 @@
 //! One page of receipts, as the console shows them, reading only what the page shows:
-//! `RECEIVED` and `FAILED` ones newest first from their sparse indexes (each shard read
-//! newest first up to one page, the shards merged, the page's receipts then read one by one),
+//! `RECEIVED` and `FAILED` ones newest first from their sparse indexes (every shard read at
+//! once, newest first, up to a page and the entries tied with its last; the shards merged, the
+//! page's receipts then read one by one),
 //! `COMPLETED` ones or every status by a bounded scan in the table's order, a page at a time.
 //! Each page says how many items it read, and where the next one starts. And the whole list
 //! `receipts list` prints, by the same indexes or (asked for) a scan.
