@@ -40,6 +40,11 @@ impl View {
         }
     }
 
+    /// The statuses the view's indexes hold (a receipt read in another is left out).
+    fn statuses(self) -> Vec<ReceiptStatus> {
+        self.indexes().iter().map(|(status, _, _)| *status).collect()
+    }
+
     fn indexes(self) -> &'static [(ReceiptStatus, &'static str, &'static str)] {
         const RECEIVED: (ReceiptStatus, &str, &str) = (ReceiptStatus::Received, PENDING_INDEX, PENDING_SHARD);
         const FAILED: (ReceiptStatus, &str, &str) = (ReceiptStatus::Failed, FAILED_INDEX, FAILED_SHARD);
@@ -104,6 +109,12 @@ pub struct Page {
 /// An index entry: when the receipt was received, and its key.
 type Entry = (String, String);
 
+/// A listed receipt's place in time: when it was received, then its key (an entry's order).
+fn order(item: &Item) -> (Option<&str>, Option<&str>) {
+    let text = |name| item.get(name).and_then(|v| v.as_s());
+    (text("receivedAt"), text("pk"))
+}
+
 /// Whether `entry` comes after `cursor` newest first (strictly older, or as old with a smaller
 /// key), and is of `profile` when given.
 fn wanted(entry: &Entry, cursor: Option<&Cursor>, profile: Option<Profile>) -> bool {
@@ -141,14 +152,10 @@ impl DynamoReceipts {
                 // table): listed once.
                 keys.sort();
                 keys.dedup();
-                let statuses: Vec<ReceiptStatus> = view.indexes().iter().map(|(status, _, _)| *status).collect();
-                self.read_listed(&keys, &statuses).await?
+                self.read_listed(&keys, &view.statuses()).await?
             }
         };
-        items.sort_by(|a, b| {
-            let at = |i: &Item| i.get("receivedAt").and_then(|v| v.as_s()).map(str::to_owned);
-            at(a).cmp(&at(b))
-        });
+        items.sort_by(|a, b| order(a).cmp(&order(b)));
         Ok(items)
     }
 
@@ -173,13 +180,9 @@ impl DynamoReceipts {
         }
         let (shown, more) = newest(entries, ask.size);
         let keys: Vec<String> = shown.iter().map(|(_, key)| key.clone()).collect();
-        let statuses: Vec<ReceiptStatus> = view.indexes().iter().map(|(status, _, _)| *status).collect();
-        let mut items = self.read_listed(&keys, &statuses).await?;
+        let mut items = self.read_listed(&keys, &view.statuses()).await?;
         items_read += keys.len() as u64;
-        items.sort_by(|a, b| {
-            let at = |i: &Item| i.get("receivedAt").and_then(|v| v.as_s()).map(str::to_owned);
-            (at(b), b.get("pk").and_then(|v| v.as_s())).cmp(&(at(a), a.get("pk").and_then(|v| v.as_s())))
-        });
+        items.sort_by(|a, b| order(b).cmp(&order(a)));
         let next = shown.last().filter(|_| more).map(|(at, key)| Cursor::Before { at: at.clone(), key: key.clone() });
         Ok(Page { items, next, items_read })
     }
@@ -380,6 +383,8 @@ mod tests {
         assert_eq!(View::of(Some(ReceiptStatus::Completed), false), View::Scan(Some(ReceiptStatus::Completed)));
         let names = |view: View| view.indexes().iter().map(|(_, index, _)| *index).collect::<Vec<_>>();
         assert_eq!(names(View::Attention), [PENDING_INDEX, FAILED_INDEX]);
+        assert_eq!(View::Attention.statuses(), [ReceiptStatus::Received, ReceiptStatus::Failed]);
+        assert_eq!(View::Indexed(ReceiptStatus::Failed).statuses(), [ReceiptStatus::Failed]);
         assert_eq!(names(View::Indexed(ReceiptStatus::Failed)), [FAILED_INDEX]);
         assert!(names(View::Scan(None)).is_empty());
     }
@@ -433,6 +438,20 @@ mod tests {
         assert_eq!(scan_limit(3, 0, 0), 1);
         assert_eq!(scan_limit(0, 10, 0), 1);
         assert_eq!(scan_limit(50, SCAN_BUDGET, 200), 1_000, "a shift past the width is the budget");
+    }
+
+    #[test]
+    fn a_listed_receipt_is_placed_by_its_time_then_its_key() {
+        let item = |at: &str, key: &str| -> Item {
+            [("receivedAt", at), ("pk", key)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), shared::dynamo::AttributeValue::S(v.to_owned())))
+                .collect()
+        };
+        let (older, newer) = (item("2026-12-01T00:00:00.000Z", "tally:z"), item("2026-12-01T00:00:00.001Z", "tally:a"));
+        assert_eq!(order(&older), (Some("2026-12-01T00:00:00.000Z"), Some("tally:z")));
+        assert!(order(&older) < order(&newer));
+        assert!(order(&item("2026-12-01T00:00:00.001Z", "tally:b")) > order(&newer), "a tie goes by key");
     }
 
     #[test]
