@@ -45,6 +45,9 @@ pub fn safe_request_id(candidate: &str) -> Option<String> {
     ok.then(|| String::from(candidate))
 }
 
+/// The dimension sets of the edge's metrics: each by outcome, and each by answer class.
+const DIMENSIONS: &[&[&str]] = &[&["outcome"], &["answer"]];
+
 impl LogRecord {
     /// The record as one line of JSON.
     pub fn to_json_line(&self) -> String {
@@ -65,16 +68,23 @@ impl LogRecord {
             Some(reason) => write_string(reason, &mut line),
             None => line.push_str("null"),
         }
-        let _ = write!(line, ",\"status\":{},\"durationMs\":{}", self.status, self.duration_ms);
-        // The line is also an Embedded Metric Format document: deliveries by outcome, and the
-        // store's latency when it was asked.
+        // The answer's class (`2xx`, `4xx`, `5xx`): the edge's 5xx alarm counts these.
+        let _ = write!(
+            line,
+            ",\"status\":{},\"answer\":\"{}xx\",\"durationMs\":{}",
+            self.status,
+            self.status / 100,
+            self.duration_ms
+        );
+        // The line is also an Embedded Metric Format document: deliveries by outcome and by
+        // answer, and the store's latency when it was asked.
         let delivery = Metric { name: "Deliveries", unit: Unit::Count, value: 1 };
         match self.store_ms {
             Some(ms) => {
                 let latency = Metric { name: "StoreLatency", unit: Unit::Milliseconds, value: ms };
-                append_emf(&mut line, self.at_ms, &["outcome"], &[delivery, latency]);
+                append_emf(&mut line, self.at_ms, DIMENSIONS, &[delivery, latency]);
             }
-            None => append_emf(&mut line, self.at_ms, &["outcome"], &[delivery]),
+            None => append_emf(&mut line, self.at_ms, DIMENSIONS, &[delivery]),
         }
         line.push('}');
         line
@@ -102,8 +112,8 @@ mod tests {
             record.to_json_line(),
             concat!(
                 r#"{"requestId":"8f2a-AMS","submissionId":"sub_1","outcome":"stored","reason":null,"status":202,"#,
-                r#""durationMs":12,"_aws":{"Timestamp":1796019713123,"CloudWatchMetrics":[{"Namespace":"#,
-                r#""WebhookReceiver","Dimensions":[["outcome"]],"Metrics":[{"Name":"Deliveries","Unit":"Count"},"#,
+                r#""answer":"2xx","durationMs":12,"_aws":{"Timestamp":1796019713123,"CloudWatchMetrics":[{"Namespace":"#,
+                r#""WebhookReceiver","Dimensions":[["outcome"],["answer"]],"Metrics":[{"Name":"Deliveries","Unit":"Count"},"#,
                 r#"{"Name":"StoreLatency","Unit":"Milliseconds"}]}]},"Deliveries":1,"StoreLatency":9}"#
             )
         );

@@ -43,20 +43,24 @@ pub struct Metric<'a> {
 }
 
 /// Appends, to a JSON object being written in `line` (open, not yet closed), the `_aws` block
-/// declaring `dimensions` (names of members the object already has or that the caller adds) and
-/// `metrics`, then each metric's value as a member. `line` must not be empty of members: a comma
-/// is written first.
-pub fn append_emf(line: &mut String, timestamp_ms: u64, dimensions: &[&str], metrics: &[Metric<'_>]) {
+/// declaring `dimension_sets` (each a list of names of members the object already has or that
+/// the caller adds; CloudWatch makes one metric per set) and `metrics`, then each metric's value
+/// as a member. `line` must not be empty of members: a comma is written first.
+pub fn append_emf(line: &mut String, timestamp_ms: u64, dimension_sets: &[&[&str]], metrics: &[Metric<'_>]) {
     let _ = write!(line, ",\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":[{{\"Namespace\":");
     write_string(NAMESPACE, line);
-    line.push_str(",\"Dimensions\":[[");
-    for (i, name) in dimensions.iter().enumerate() {
-        if i > 0 {
-            line.push(',');
+    line.push_str(",\"Dimensions\":[");
+    for (i, set) in dimension_sets.iter().enumerate() {
+        line.push_str(if i > 0 { ",[" } else { "[" });
+        for (j, name) in set.iter().enumerate() {
+            if j > 0 {
+                line.push(',');
+            }
+            write_string(name, line);
         }
-        write_string(name, line);
+        line.push(']');
     }
-    line.push_str("]],\"Metrics\":[");
+    line.push_str("],\"Metrics\":[");
     for (i, metric) in metrics.iter().enumerate() {
         if i > 0 {
             line.push(',');
@@ -91,7 +95,7 @@ pub fn emf_line(timestamp_ms: u64, dimensions: &[(&str, &str)], metrics: &[Metri
         line.push_str("\"emf\":1");
     }
     let names: alloc::vec::Vec<&str> = dimensions.iter().map(|(name, _)| *name).collect();
-    append_emf(&mut line, timestamp_ms, &names, metrics);
+    append_emf(&mut line, timestamp_ms, &[&names], metrics);
     line.push('}');
     line
 }

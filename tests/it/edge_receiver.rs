@@ -425,16 +425,28 @@ fn log_lines_hold_no_secret_and_no_form_content() {
         keys.sort_unstable();
         // The store's latency is a metric only where the store was asked.
         let stored = ["stored", "duplicate", "idempotency_key_reused"].contains(&record["outcome"].as_str().unwrap());
-        let mut expected =
-            vec!["Deliveries", "_aws", "durationMs", "outcome", "reason", "requestId", "status", "submissionId"];
+        let mut expected = vec![
+            "Deliveries",
+            "_aws",
+            "answer",
+            "durationMs",
+            "outcome",
+            "reason",
+            "requestId",
+            "status",
+            "submissionId",
+        ];
         if stored {
             expected.insert(1, "StoreLatency");
         }
         assert_eq!(keys, expected, "{line}");
-        // An Embedded Metric Format document: deliveries (and store latency) by outcome.
+        // An Embedded Metric Format document: deliveries (and store latency) by outcome and by
+        // the answer's class, the edge's alarms' rates.
         let directive = &record["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "WebhookReceiver", "{line}");
-        assert_eq!(directive["Dimensions"], serde_json::json!([["outcome"]]), "{line}");
+        assert_eq!(directive["Dimensions"], serde_json::json!([["outcome"], ["answer"]]), "{line}");
+        let status = record["status"].as_u64().unwrap();
+        assert_eq!(record["answer"], format!("{}xx", status / 100), "{line}");
         assert_eq!(directive["Metrics"][0], serde_json::json!({"Name": "Deliveries", "Unit": "Count"}), "{line}");
         assert_eq!(record["Deliveries"], 1, "{line}");
         assert!(record["_aws"]["Timestamp"].as_u64().is_some_and(|t| t > 1_700_000_000_000), "{line}");
