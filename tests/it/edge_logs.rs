@@ -9,7 +9,7 @@ use tests::edge::{Edge, Producer};
 use tests::ministack::{AccessKey, Ministack};
 use tests::policies::edge_logs_policy;
 use tests::process::wait_until;
-use tests::stack::{edge_bindings, TABLE};
+use tests::stack::{self, edge_bindings, TABLE};
 
 use crate::edge_receiver::{body, deliver, headers};
 
@@ -26,14 +26,7 @@ fn store() -> Ministack {
 }
 
 fn tail_bindings(store: &Ministack, key: &AccessKey) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ACCESS_KEY_ID", key.id.clone()),
-        ("AWS_SECRET_ACCESS_KEY", key.secret.clone()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("EDGE_LOG_GROUP", GROUP.into()),
-        ("EDGE_LOG_STREAM", STREAM.into()),
-        ("LOGS_ENDPOINT", store.endpoint()),
-    ]
+    stack::tail_bindings(&store.endpoint(), key, GROUP, STREAM)
 }
 
 /// The messages in the edge's log stream, oldest first (`GetLogEvents`).
@@ -86,8 +79,11 @@ fn the_edges_lines_arrive_in_its_log_group_as_it_wrote_them() {
     let store = store();
     let edge_key = store.edge_access_key("edge", TABLE);
     let logs_key = store.access_key_with("edge-logs", &edge_logs_policy(GROUP, STREAM));
-    let edge =
-        Edge::start_tailed(Producer::Edge, &edge_bindings(&store.endpoint(), &edge_key, &[]), &tail_bindings(&store, &logs_key));
+    let edge = Edge::start_tailed(
+        Producer::Edge,
+        &edge_bindings(&store.endpoint(), &edge_key, &[]),
+        &tail_bindings(&store, &logs_key),
+    );
 
     let payload = body("sub_tail_1");
     assert_eq!(deliver(&edge, &headers("sub_tail_1"), &payload).status, 202);
@@ -139,7 +135,11 @@ fn a_key_without_the_logs_policy_ships_nothing_and_says_so() {
     let store = store();
     let edge_key = store.edge_access_key("edge", TABLE);
     // The edge's own key: PutItem on the table, no CloudWatch Logs action.
-    let edge = Edge::start_tailed(Producer::Edge, &edge_bindings(&store.endpoint(), &edge_key, &[]), &tail_bindings(&store, &edge_key));
+    let edge = Edge::start_tailed(
+        Producer::Edge,
+        &edge_bindings(&store.endpoint(), &edge_key, &[]),
+        &tail_bindings(&store, &edge_key),
+    );
     assert_eq!(deliver(&edge, &headers("sub_tail_2"), &body("sub_tail_2")).status, 202);
     // The Tail Worker's own line, by status and count only.
     let lines = edge.logs(2);

@@ -9,6 +9,7 @@ mod crm_rules;
 mod deploy_edge;
 mod deployed;
 mod edge_hostile;
+mod edge_logs;
 mod edge_promises;
 mod edge_receiver;
 mod lambda_mode;

@@ -24,17 +24,34 @@ pub struct Edge {
 impl Edge {
     /// Starts the built Worker with these bindings (`[vars]` and secrets alike).
     pub fn start(bindings: &[(&str, String)]) -> Edge {
+        Edge::start_with(bindings, None)
+    }
+
+    /// Starts `producer` tailed by the Tail Worker (tail/index.mjs) with `tail_bindings`: the
+    /// edge with `bindings`, or a stand-in Worker that throws on every request.
+    pub fn start_tailed(producer: Producer, bindings: &[(&str, String)], tail_bindings: &[(&str, String)]) -> Edge {
+        let name = match producer {
+            Producer::Edge => "edge",
+            Producer::Throws => "throws",
+        };
+        Edge::start_with(bindings, Some(serde_json::json!({"producer": name, "bindings": object(tail_bindings)})))
+    }
+
+    fn start_with(bindings: &[(&str, String)], tail: Option<serde_json::Value>) -> Edge {
         let root = repo_root();
         let built = root.join("edge/build/index.js");
         assert!(built.exists(), "{} is missing: build the Worker first (`make build-edge`)", built.display());
         let dir = TempDir::new("edge");
-        let map: serde_json::Map<String, serde_json::Value> =
-            bindings.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::String(v.clone()))).collect();
         let file = dir.0.join("bindings.json");
-        std::fs::write(&file, serde_json::Value::Object(map).to_string()).unwrap();
-        let mut child = Command::new("node")
-            .arg(root.join("tests/support/edge-runner.mjs"))
-            .arg(&file)
+        std::fs::write(&file, object(bindings).to_string()).unwrap();
+        let mut command = Command::new("node");
+        command.arg(root.join("tests/support/edge-runner.mjs")).arg(&file);
+        if let Some(tail) = tail {
+            let tail_file = dir.0.join("tail.json");
+            std::fs::write(&tail_file, tail.to_string()).unwrap();
+            command.arg(tail_file);
+        }
+        let mut child = command
             .env("WRANGLER_SEND_METRICS", "false")
             .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
             .stdin(Stdio::piped())
@@ -113,6 +130,19 @@ impl Edge {
         );
         lines[..n].to_vec()
     }
+}
+
+/// What the Tail Worker tails in [`Edge::start_tailed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Producer {
+    /// The built edge Worker.
+    Edge,
+    /// A Worker that throws on every request (the edge cannot log such an invocation itself).
+    Throws,
+}
+
+fn object(bindings: &[(&str, String)]) -> serde_json::Value {
+    bindings.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::String(v.clone()))).collect()
 }
 
 impl Drop for Edge {

@@ -1,5 +1,5 @@
-//! A private ministack (DynamoDB, Streams, IAM, Secrets Manager; SigV4 checked) per test, on its
-//! own port.
+//! A private ministack (DynamoDB, Streams, IAM, Secrets Manager, CloudWatch Logs; SigV4 checked)
+//! per test, on its own port.
 
 use std::process::{Child, Command, Stdio};
 
@@ -28,7 +28,7 @@ pub struct AccessKey {
 impl Ministack {
     /// Starts a new instance with signature checks on. Panics if the venv is missing.
     pub fn start() -> Ministack {
-        Ministack::start_with(Some("dynamodb,dynamodbstreams,iam,secretsmanager"))
+        Ministack::start_with(Some("dynamodb,dynamodbstreams,iam,secretsmanager,logs"))
     }
 
     /// A whole local AWS: every service (CloudFormation with the SAM transform, Lambda running

@@ -68,6 +68,39 @@ pub fn policy(role: Role, table: &str) -> Value {
     json!({"Version": "2012-10-17", "Statement": statements})
 }
 
+/// `EdgeLogsUser`'s policy (the edge's Tail Worker) for the log group `group` and its stream
+/// `stream` in the tests' region: exactly the template's actions and resources.
+pub fn edge_logs_policy(group: &str, stream: &str) -> Value {
+    let template = template();
+    let policies = &template["Resources"]["EdgeLogsUser"]["Properties"]["Policies"];
+    let [policy] = policies.as_sequence().expect("EdgeLogsUser has policies").as_slice() else {
+        panic!("EdgeLogsUser has one policy")
+    };
+    let [statement] = policy["PolicyDocument"]["Statement"].as_sequence().expect("statements").as_slice() else {
+        panic!("EdgeLogsUser's policy has one statement")
+    };
+    let resources: Vec<String> = statement["Resource"]
+        .as_sequence()
+        .expect("a list of resources")
+        .iter()
+        .map(|resource| {
+            let Yaml::Tagged(tagged) = resource else { panic!("a !Sub resource, not {resource:?}") };
+            assert_eq!(tagged.tag.to_string(), "!Sub", "{resource:?}");
+            tagged
+                .value
+                .as_str()
+                .expect("a !Sub string")
+                .replace("${AWS::Partition}", "aws")
+                .replace("${AWS::Region}", "us-east-1")
+                .replace("${AWS::AccountId}", "*")
+                .replace("${EdgeLogGroup}", group)
+                .replace("${EdgeLogStream}", stream)
+        })
+        .collect();
+    assert!(resources.iter().all(|r| !r.contains("${")), "a reference this helper does not map: {resources:?}");
+    json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": strings(&statement["Action"]), "Resource": resources}]})
+}
+
 /// [`policy`] of the stream worker, plus `DescribeTable` for its local poll mode.
 pub fn poll_mode_policy(table: &str) -> Value {
     let mut document = policy(Role::StreamWorker, table);
@@ -128,6 +161,9 @@ mod tests {
             assert!(worker.contains(action), "{worker}");
         }
         assert!(!worker.contains("dynamodb:Query") && !worker.contains("dynamodb:PutItem"), "{worker}");
+        let logs = edge_logs_policy("g", "s");
+        assert_eq!(logs["Statement"][0]["Action"], json!(["logs:PutLogEvents"]), "{logs}");
+        assert_eq!(logs["Statement"][0]["Resource"][0], json!("arn:aws:logs:us-east-1:*:log-group:g:log-stream:s"));
         let reconcile = policy(Role::Reconcile, "t").to_string();
         assert!(reconcile.contains(&format!("{}/index/pending", table_arn("t"))), "{reconcile}");
         assert!(!reconcile.contains("dynamodb:Scan"), "{reconcile}");

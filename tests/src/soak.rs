@@ -255,7 +255,7 @@ pub fn run(params: &Params, mut progress: impl FnMut(&str)) -> Report {
     let path = if params.deployed {
         let settings = json!({"LEAD_SINK": sink_url, "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
         let bindings = [("STORE_TIMEOUT_MS", "2000".to_owned())];
-        Path::Deployed(Box::new(crate::stack::Deployed::start(&settings, true, &bindings)))
+        Path::Deployed(Box::new(crate::stack::Deployed::start_untailed(&settings, true, &bindings)))
     } else {
         let stack = Stack::builder("soak").through_proxy().start();
         let worker =

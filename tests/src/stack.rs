@@ -4,7 +4,8 @@
 //! the built Worker bound to it, and a private folder; the stream worker's side (poller,
 //! handler, sink) is the caller's, as each suite drives it differently. [`Deployed`]:
 //! `template.yaml` deployed to a whole local AWS by `scripts/deploy-aws.sh`, whose mapping runs
-//! the stream function, and the Worker signing with a key of the stack's `EdgeUser`.
+//! the stream function, and the Worker signing with a key of the stack's `EdgeUser`, tailed by
+//! its Tail Worker signing with a key of the stack's `EdgeLogsUser`.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -17,7 +18,7 @@ use stream_worker::sink::Sink;
 
 use crate::aws::sdk_config;
 use crate::delivery::{self, BASIC_PASSWORD, BASIC_USER, BEARER, HEADER_NAME, HEADER_VALUE};
-use crate::edge::Edge;
+use crate::edge::{Edge, Producer};
 use crate::ministack::{AccessKey, Ministack};
 use crate::process::TempDir;
 use crate::proxy::FaultProxy;
@@ -41,6 +42,19 @@ pub fn edge_bindings(endpoint: &str, key: &AccessKey, extra: &[(&'static str, St
     ]);
     all.extend(extra.iter().cloned());
     all.into_iter().collect()
+}
+
+/// The Tail Worker's bindings: put the edge's lines into `group`'s `stream` at the CloudWatch
+/// Logs `endpoint`, signing with `key`.
+pub fn tail_bindings(endpoint: &str, key: &AccessKey, group: &str, stream: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", key.id.clone()),
+        ("AWS_SECRET_ACCESS_KEY", key.secret.clone()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("EDGE_LOG_GROUP", group.to_owned()),
+        ("EDGE_LOG_STREAM", stream.to_owned()),
+        ("LOGS_ENDPOINT", endpoint.to_owned()),
+    ]
 }
 
 /// Every other Static Forms method besides the bearer token: Basic, the custom header and
@@ -164,7 +178,28 @@ impl Deployed {
     /// secret, then starts the Worker (through a fault proxy when `proxied`) with `extra`
     /// bindings besides [`edge_bindings`]'s, and the Worker's default store deadline (5 s: the
     /// whole local AWS answers slower than a store alone) unless `extra` names one.
+    /// The Worker is tailed by its Tail Worker, signing with a key of the stack's
+    /// `EdgeLogsUser`, into the stack's `EdgeLogGroup`.
     pub fn start(sink_settings: &serde_json::Value, proxied: bool, extra: &[(&'static str, String)]) -> Deployed {
+        Deployed::start_with(sink_settings, proxied, extra, true)
+    }
+
+    /// [`Deployed::start`] without the Tail Worker (the soak measures the path, not the
+    /// shipping of its log lines).
+    pub fn start_untailed(
+        sink_settings: &serde_json::Value,
+        proxied: bool,
+        extra: &[(&'static str, String)],
+    ) -> Deployed {
+        Deployed::start_with(sink_settings, proxied, extra, false)
+    }
+
+    fn start_with(
+        sink_settings: &serde_json::Value,
+        proxied: bool,
+        extra: &[(&'static str, String)],
+        tailed: bool,
+    ) -> Deployed {
         let aws = Ministack::start_whole_aws();
         let secret = aws.create_secret("webhooks/sink", &sink_settings.to_string());
         deploy(&aws, &secret);
@@ -173,7 +208,19 @@ impl Deployed {
         let endpoint = store_proxy.as_ref().map_or_else(|| aws.endpoint(), FaultProxy::endpoint);
         let mut bindings = vec![("STORE_TIMEOUT_MS", "5000".to_owned())];
         bindings.extend(extra.iter().cloned());
-        let edge = Edge::start(&edge_bindings(&endpoint, &key, &bindings));
+        let edge_bindings = edge_bindings(&endpoint, &key, &bindings);
+        let edge = if tailed {
+            let outputs = aws.stack_outputs("webhooks");
+            let logs_key = aws.access_key_of_user_named("EdgeLogsUser");
+            let (group, stream) = (&outputs["EdgeLogGroupName"], &outputs["EdgeLogStreamName"]);
+            Edge::start_tailed(
+                Producer::Edge,
+                &edge_bindings,
+                &tail_bindings(&aws.endpoint(), &logs_key, group, stream),
+            )
+        } else {
+            Edge::start(&edge_bindings)
+        };
         Deployed { aws, store_proxy, edge }
     }
 }
