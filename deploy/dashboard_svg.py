@@ -25,7 +25,7 @@ def dashboard(template=None):
         template, problems = decode(str(ROOT / "template.yaml"))
         assert not problems, problems
     body, variables = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    text = re.sub(r"\$\{([A-Za-z:.]+)\}", lambda m: "" if m.group(1) == "SilenceAlarmEntry" else f"<{m.group(1)}>", body)
+    text = re.sub(r"\$\{([A-Za-z0-9:.]+)\}", lambda m: "" if m.group(1) == "SilenceAlarmEntry" else f"<{m.group(1)}>", body)
     return json.loads(text.replace("${!", "${")), variables
 
 

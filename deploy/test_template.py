@@ -77,8 +77,30 @@ class EdgeIdentity(unittest.TestCase):
         self.assertEqual(found[0]["Effect"], "Allow")
         self.assertEqual(as_list(found[0]["Action"]), ["dynamodb:PutItem"])
         self.assertEqual(found[0]["Resource"], {"Fn::GetAtt": ["ReceiptsTable", "Arn"]})
-        self.assertEqual(of_type("AWS::IAM::User").keys(), {"EdgeUser"})
+        self.assertEqual(of_type("AWS::IAM::User").keys(), {"EdgeUser", "EdgeLogsUser"})
         self.assertEqual(of_type("AWS::IAM::AccessKey"), {}, "no secret key in the stack")
+
+    def test_the_tail_worker_may_only_put_log_events_into_the_edge_s_stream(self):
+        user = RESOURCES["EdgeLogsUser"]["Properties"]
+        self.assertEqual(set(user), {"Policies"}, "no groups, managed policies or login profile")
+        [found] = list(statements(user["Policies"]))
+        self.assertEqual((found["Effect"], as_list(found["Action"])), ("Allow", ["logs:PutLogEvents"]))
+        arn = "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:${EdgeLogGroup}"
+        self.assertEqual(found["Resource"], [{"Fn::Sub": f"{arn}:log-stream:${{EdgeLogStream}}"}, {"Fn::Sub": arn}])
+        stream = RESOURCES["EdgeLogStream"]["Properties"]
+        self.assertEqual(stream, {"LogGroupName": {"Ref": "EdgeLogGroup"}, "LogStreamName": "edge"})
+        # The group's name is the one tail/wrangler.toml holds for the default table.
+        group = RESOURCES["EdgeLogGroup"]["Properties"]
+        self.assertEqual(group["LogGroupName"], {"Fn::Sub": "/webhook-receiver/${TableName}/edge"})
+        self.assertEqual(group["RetentionInDays"], 30)
+        with open(ROOT / "tail/wrangler.toml", "rb") as f:
+            tail = tomllib.load(f)
+        default = TEMPLATE["Parameters"]["TableName"]["Default"]
+        self.assertEqual(tail["vars"]["EDGE_LOG_GROUP"], f"/webhook-receiver/{default}/edge")
+        self.assertEqual(tail["vars"]["EDGE_LOG_STREAM"], "edge")
+        with open(ROOT / "wrangler.toml", "rb") as f:
+            edge = tomllib.load(f)
+        self.assertEqual(edge["tail_consumers"], [{"service": tail["name"]}])
 
 
 class FunctionRoles(unittest.TestCase):
@@ -282,7 +304,7 @@ class Parameters(unittest.TestCase):
 class Alarms(unittest.TestCase):
     def test_every_alarm_exists_and_notifies_the_topic(self):
         alarms = of_type("AWS::CloudWatch::Alarm")
-        found = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]) for a in alarms.values()}
+        found = {(a["Properties"].get("Namespace"), a["Properties"].get("MetricName")) for a in alarms.values()}
         for wanted in [
             ("AWS/Lambda", "IteratorAge"),
             ("AWS/Lambda", "Errors"),
@@ -295,13 +317,13 @@ class Alarms(unittest.TestCase):
             self.assertIn(wanted, found)
         for name, alarm in alarms.items():
             self.assertEqual(alarm["Properties"]["AlarmActions"], [{"Ref": "AlarmTopic"}], name)
-        iterator = [a for a in alarms.values() if a["Properties"]["MetricName"] == "IteratorAge"][0]
+        iterator = [a for a in alarms.values() if a["Properties"].get("MetricName") == "IteratorAge"][0]
         self.assertEqual(
             iterator["Properties"]["Dimensions"], [{"Name": "FunctionName", "Value": {"Ref": "StreamWorkerFunction"}}]
         )
-        errors = {json.dumps(a["Properties"]["Dimensions"]) for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"}
+        errors = {json.dumps(a["Properties"]["Dimensions"]) for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"}
         self.assertEqual(len(errors), 2, "one per function")
-        [throttles] = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Throttles"]
+        [throttles] = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Throttles"]
         self.assertEqual(
             throttles["Properties"]["Dimensions"], [{"Name": "FunctionName", "Value": {"Ref": "StreamWorkerFunction"}}]
         )
@@ -311,7 +333,7 @@ class Alarms(unittest.TestCase):
         # leads it wrote say the stream stopped. Each run reports them (every 15 min); a
         # missing run keeps the state (ReceiptsWaitingAlarm is reconcile's own silence).
         [overdue] = [a["Properties"] for a in of_type("AWS::CloudWatch::Alarm").values()
-                     if a["Properties"]["MetricName"] == "ReceiptsReconciled"]
+                     if a["Properties"].get("MetricName") == "ReceiptsReconciled"]
         [schedule] = [e["Properties"]["Schedule"] for e in RESOURCES["ReconcileFunction"]["Properties"]["Events"].values()]
         self.assertEqual(schedule, "rate(15 minutes)")
         self.assertEqual((overdue["Statistic"], overdue["Period"], overdue["EvaluationPeriods"]), ("Maximum", 900, 1))
@@ -328,13 +350,35 @@ class Alarms(unittest.TestCase):
         self.assertEqual((failed["TreatMissingData"], failed["OKActions"]), ("ignore", [{"Ref": "AlarmTopic"}]))
         self.assertIn("receipts redrive", failed["AlarmDescription"])
 
+    def test_the_edge_s_5xx_and_401_alarms_count_its_answers(self):
+        # The edge's metric line: Deliveries by outcome and by answer class (shared/src/log.rs);
+        # 401 is the outcome `unauthenticated` (shared/src/decision.rs).
+        log = (ROOT / "shared/src/log.rs").read_text()
+        self.assertIn('const DIMENSIONS: &[&[&str]] = &[&["outcome"], &["answer"]];', log)
+        self.assertIn('"Deliveries"', log)
+        self.assertIn('(401, "unauthenticated"', (ROOT / "shared/src/decision.rs").read_text())
+        for name, dimension, period, threshold in [
+            ("Edge5xxAlarm", {"Name": "answer", "Value": "5xx"}, 900, 2),
+            ("Edge401Alarm", {"Name": "outcome", "Value": "unauthenticated"}, 3600, 4),
+        ]:
+            props = RESOURCES[name]["Properties"]
+            self.assertEqual((props["Namespace"], props["MetricName"], props["Statistic"]), ("WebhookReceiver", "Deliveries", "Sum"), name)
+            self.assertEqual(props["Dimensions"], [dimension], name)
+            self.assertEqual((props["Period"], props["EvaluationPeriods"]), (period, 1), name)
+            self.assertEqual((props["Threshold"], props["ComparisonOperator"]), (threshold, "GreaterThanThreshold"), name)
+            # No deliveries is not a failure: the silence alarm watches that.
+            self.assertEqual((props["TreatMissingData"], props["OKActions"]), ("notBreaching", [{"Ref": "AlarmTopic"}]), name)
+            self.assertIn("docs/deploying.md#edge-", props["AlarmDescription"], name)
+            anchor = props["AlarmDescription"].rsplit("#", 1)[1]
+            self.assertIn(f'<a id="{anchor}"></a>', (ROOT / "docs/deploying.md").read_text(), name)
+
     def test_the_custom_metrics_are_the_ones_the_worker_writes(self):
         sources = (ROOT / "stream-worker/src/operate.rs").read_text() + (ROOT / "stream-worker/src/metrics.rs").read_text()
         shared = (ROOT / "shared/src/metrics.rs").read_text()
         for alarm in of_type("AWS::CloudWatch::Alarm").values():
             props = alarm["Properties"]
-            if props["Namespace"] != "WebhookReceiver":
-                continue
+            if props.get("Namespace") != "WebhookReceiver" or props["MetricName"] == "Deliveries":
+                continue  # the edge's, above
             self.assertIn(f'pub const NAMESPACE: &str = "{props["Namespace"]}"', shared)
             self.assertIn(f'"{props["MetricName"]}"', sources)
             self.assertEqual(props["Dimensions"], [{"Name": "service", "Value": "stream-worker"}])
@@ -420,7 +464,7 @@ class OperatorsPicture(unittest.TestCase):
         )
         lines = {a["value"] for a in age["properties"]["annotations"]["horizontal"]}
         self.assertIn(24 * 3600 * 1000, lines)
-        [iterator_alarm] = [a for a in of_type("AWS::CloudWatch::Alarm").values() if a["Properties"]["MetricName"] == "IteratorAge"]
+        [iterator_alarm] = [a for a in of_type("AWS::CloudWatch::Alarm").values() if a["Properties"].get("MetricName") == "IteratorAge"]
         self.assertIn(iterator_alarm["Properties"]["Threshold"], lines)
         # The functions' errors, throttles and duration, each for both functions.
         for metric in ["Errors", "Throttles", "Duration"]:
@@ -559,6 +603,9 @@ class Outputs(unittest.TestCase):
         self.assertEqual(outputs["StreamWorkerLogGroupName"]["Value"], {"Ref": "StreamWorkerLogGroup"})
         self.assertEqual(outputs["ReconcileLogGroupName"]["Value"], {"Ref": "ReconcileLogGroup"})
         self.assertEqual(outputs["SinkSettingsSecretArn"]["Value"], {"Ref": "SinkSecretArn"})
+        self.assertEqual(outputs["EdgeLogGroupName"]["Value"], {"Ref": "EdgeLogGroup"})
+        self.assertEqual(outputs["EdgeLogStreamName"]["Value"], {"Ref": "EdgeLogStream"})
+        self.assertEqual(outputs["EdgeLogsUserName"]["Value"], {"Ref": "EdgeLogsUser"})
         url = outputs["DashboardUrl"]["Value"]["Fn::Sub"]
         self.assertTrue(url.startswith("https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}"), url)
         self.assertTrue(url.endswith("#dashboards/dashboard/${Dashboard}"), url)

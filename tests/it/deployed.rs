@@ -23,7 +23,7 @@ use std::process::Command;
 use serde_json::json;
 use shared::profile::Profile;
 use tests::delivery;
-use tests::edge::Edge;
+use tests::edge::{Edge, Producer};
 use tests::ministack::Ministack;
 use tests::senders;
 use tests::stack::{self, TABLE};
@@ -188,8 +188,41 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     assert_eq!(stack.status(&refused), "COMPLETED");
     assert_eq!(stack.accepted(&refused), 1, "one lead for the redriven submission");
 
+    // The edge's answers the Edge401 and Edge5xx alarms count, as its Tail Worker ships them
+    // into the stack's EdgeLogGroup with a key of the stack's EdgeLogsUser: a delivery without
+    // credentials, and one to an edge whose store cannot be reached (a second Worker, tailed
+    // the same way).
+    let unauthenticated = stack.edge.request("POST", profile.path(), &[("Content-Type", "application/json")], b"{}");
+    assert_eq!(unauthenticated.status, 401);
+    let outputs = stack.aws.stack_outputs("webhooks");
+    let (group, log_stream) = (&outputs["EdgeLogGroupName"], &outputs["EdgeLogStreamName"]);
+    let unreachable = format!("http://127.0.0.1:{}", tests::free_port());
+    let cut_off = Edge::start_tailed(
+        Producer::Edge,
+        &stack::edge_bindings(&unreachable, &stack.aws.access_key_of_user_named("EdgeUser"), &[]),
+        &stack::tail_bindings(
+            &stack.aws.endpoint(),
+            &stack.aws.access_key_of_user_named("EdgeLogsUser"),
+            group,
+            log_stream,
+        ),
+    );
+    let body = delivery::body("dep-cut-off", delivery::VISITOR_MESSAGE, delivery::now_secs());
+    let bearer = format!("Bearer {}", delivery::BEARER);
+    let key = delivery::key("dep-cut-off");
+    let headers = [("Content-Type", "application/json"), ("Authorization", bearer.as_str()), ("Idempotency-Key", &key)];
+    assert_eq!(cut_off.deliver(&headers, &body).status, 503);
+    let edge_lines = || -> Vec<String> {
+        stack.aws.log_lines().into_iter().filter(|(g, _)| g == group).map(|(_, line)| line).collect()
+    };
+    tests::wait_until("the edge's 401 and 5xx lines in its log group", 30, || {
+        let lines = edge_lines();
+        lines.iter().any(|l| l.contains(r#""outcome":"unauthenticated""#))
+            && lines.iter().any(|l| l.contains(r#""answer":"5xx""#))
+    });
+
     // Every metric an alarm on the code's namespace watches was written by a deployed function
-    // (EMF in its log group), with the alarm's dimensions.
+    // or the edge (EMF in a log group of the stack), with the alarm's dimensions.
     let emitted = emitted_metrics(&stack.aws.log_lines());
     let watched = alarm_metrics("WebhookReceiver");
     assert!(watched.len() >= 2, "the alarms on the code's metrics: {watched:?}");
@@ -198,18 +231,17 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     assert!(missing.is_empty(), "alarms on metrics no deployed function wrote: {missing:?}\nwritten: {emitted:?}");
 
     // The dashboard deployed with the stack, and every metric of the code's namespace its
-    // widgets show was written: by a deployed function, or by the Worker (its log lines, as a
-    // log shipper would put them into CloudWatch Logs). SEARCH widgets match any value of an
+    // widgets show was written: by a deployed function, or by the Worker (its log lines, in
+    // the log group its Tail Worker ships them to). SEARCH widgets match any value of an
     // unfiltered dimension.
     let dashboards = stack.aws.dashboards();
     let (_, deployed) =
         dashboards.iter().find(|(name, _)| name.ends_with("-webhooks")).expect("the template's dashboard");
     let alarms: Vec<&str> =
         deployed["widgets"][1]["properties"]["alarms"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
-    assert_eq!(alarms.len(), 9, "every alarm, the silence alarm too: {alarms:?}");
+    assert_eq!(alarms.len(), 11, "every alarm, the silence alarm too: {alarms:?}");
     // The stack's outputs name where the operator looks: the dashboard, the log groups, the
     // sink secret.
-    let outputs = stack.aws.stack_outputs("webhooks");
     let (dashboard_name, _) = dashboards.iter().find(|(name, _)| name.ends_with("-webhooks")).unwrap();
     assert_eq!(
         outputs.get("DashboardUrl").map(String::as_str),
@@ -218,7 +250,7 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     );
     let groups: BTreeSet<String> = stack.aws.log_lines().into_iter().map(|(group, _)| group).collect();
     assert_ne!(outputs.get("StreamWorkerLogGroupName"), outputs.get("ReconcileLogGroupName"), "{outputs:?}");
-    for output in ["StreamWorkerLogGroupName", "ReconcileLogGroupName"] {
+    for output in ["StreamWorkerLogGroupName", "ReconcileLogGroupName", "EdgeLogGroupName"] {
         assert!(outputs.get(output).is_some_and(|group| groups.contains(group)), "{output}: {outputs:?} {groups:?}");
     }
     assert!(
@@ -230,10 +262,8 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
         deployed["widgets"].as_array().unwrap().len(),
         tests::template::dashboard_body()["widgets"].as_array().unwrap().len()
     );
-    let mut lines = stack.aws.log_lines();
-    let edge_lines = stack.edge.logs(2).into_iter().filter_map(|l| l.split_once(' ').map(|(_, line)| line.to_owned()));
-    lines.extend(edge_lines.map(|line| ("edge".to_owned(), line)));
-    let emitted = emitted_metrics(&lines);
+    // (The Worker's lines among them: its Tail Worker shipped them into EdgeLogGroup.)
+    let emitted = emitted_metrics(&stack.aws.log_lines());
     let shown = dashboard_metrics("WebhookReceiver");
     // Eleven: deliveries, latency p50 and p99, waiting, overdue, FAILED now, retried, written,
     // failed, absorbed, failed by reason (a new widget changes this count on purpose).
