@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The Cloudflare half: deploys the edge Worker pointed at the stack `make deploy-aws` made, and
-# gives it its secrets.
+# The Cloudflare half: deploys the edge Worker and its Tail Worker (tail/, which ships the edge's
+# log lines to the stack's EdgeLogGroup) pointed at the stack `make deploy-aws` made, and gives
+# them their secrets.
 #
-#   scripts/deploy-edge.sh                   deploy; on the first run also create the edge's AWS
-#                                            access key and a sender bearer token (printed once)
-#   scripts/deploy-edge.sh --rotate-aws-key  a new access key for the edge, live in one step,
-#                                            then the old one deactivated (delete it later)
-#   scripts/deploy-edge.sh --dry-run         build and bundle offline, print the upload size
+#   scripts/deploy-edge.sh                   deploy; on the first run also create each Worker's
+#                                            AWS access key (the edge's: PutItem on the table;
+#                                            the Tail Worker's: PutLogEvents into the edge's log
+#                                            stream) and a sender bearer token (printed once)
+#   scripts/deploy-edge.sh --rotate-aws-key  a new access key for each Worker, each live in one
+#                                            step, then the old ones deactivated (delete them later)
+#   scripts/deploy-edge.sh --dry-run         build and bundle both offline, print the upload sizes
 #
 # STACK names the CloudFormation stack (default: stack_name in samconfig.toml). Needs AWS
-# credentials allowed to read the stack and manage the edge user's keys, and wrangler logged in
+# credentials allowed to read the stack and manage the two users' keys, and wrangler logged in
 # (`npx wrangler login`, or CLOUDFLARE_API_TOKEN). For the tests (tests/it/deploy_edge.rs):
 # WRANGLER runs another wrangler, EDGE_ROTATION_WAIT shortens the 30 s a rotation waits for the
 # Worker's new version to reach every location.
@@ -30,6 +33,7 @@ python=.tools/aws/bin/python
 if [ "$mode" = dry-run ]; then
   # Bundles exactly what `wrangler deploy` would upload ([build] runs scripts/build-edge.sh).
   CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --outdir target/wrangler-dry-run
+  CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --config tail/wrangler.toml --outdir target/wrangler-dry-run-tail
   exit 0
 fi
 
@@ -47,7 +51,10 @@ print({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}[os.en
 }
 table=$(output ReceiptsTableName)
 user=$(output EdgeUserName)
-say "stack $stack in $region: table $table, edge user $user"
+logs_user=$(output EdgeLogsUserName)
+log_group=$(output EdgeLogGroupName)
+log_stream=$(output EdgeLogStreamName)
+say "stack $stack in $region: table $table, edge user $user; log group $log_group, Tail Worker user $logs_user"
 
 # The table and region live in wrangler.toml's [vars], so any later `wrangler deploy` keeps
 # them (a deploy replaces the Worker's vars with the file's): set them to the stack's.
@@ -56,11 +63,18 @@ if [ "$(toml_var RECEIPTS_TABLE)" != "$table" ] || [ "$(toml_var AWS_REGION)" !=
   sed -i "s/^RECEIPTS_TABLE = .*/RECEIPTS_TABLE = \"$table\"/; s/^AWS_REGION = .*/AWS_REGION = \"$region\"/" wrangler.toml
   say "wrangler.toml now says RECEIPTS_TABLE = \"$table\", AWS_REGION = \"$region\" (commit it)"
 fi
+# The same for the Tail Worker's log group, stream and region.
+tail_var() { sed -n "s/^$1 = \"\(.*\)\"/\1/p" tail/wrangler.toml; }
+if [ "$(tail_var EDGE_LOG_GROUP)" != "$log_group" ] || [ "$(tail_var EDGE_LOG_STREAM)" != "$log_stream" ] ||
+  [ "$(tail_var AWS_REGION)" != "$region" ]; then
+  sed -i "s|^EDGE_LOG_GROUP = .*|EDGE_LOG_GROUP = \"$log_group\"|; s|^EDGE_LOG_STREAM = .*|EDGE_LOG_STREAM = \"$log_stream\"|; s|^AWS_REGION = .*|AWS_REGION = \"$region\"|" tail/wrangler.toml
+  say "tail/wrangler.toml now says EDGE_LOG_GROUP = \"$log_group\", EDGE_LOG_STREAM = \"$log_stream\", AWS_REGION = \"$region\" (commit it)"
+fi
 
-# Writes the edge user's new access key as a wrangler secrets file, once IAM accepts it (a new
-# key can be refused for a few seconds); prints the old keys' IDs.
+# new_access_key <file> <user>: writes the user's new access key as a wrangler secrets file,
+# once IAM accepts it (a new key can be refused for a few seconds); prints the old keys' IDs.
 new_access_key() {
-  USER_NAME="$user" REGION="$region" "$python" -c '
+  USER_NAME="$2" REGION="$region" "$python" -c '
 import json, os, sys, boto3
 iam = boto3.client("iam", region_name=os.environ["REGION"])
 user = os.environ["USER_NAME"]
@@ -86,11 +100,14 @@ print(" ".join(old))' "$1"
 secrets_file=$(mktemp)
 trap 'rm -f "$secrets_file"' EXIT
 
-# Puts the new key in $secrets_file into the Worker, or, when the Worker does not take it,
-# deletes that key (no one else holds its secret) and stops: the Worker keeps the key it has.
+# give_worker_new_key <user> [wrangler options]: puts the new key in $secrets_file into the
+# Worker, or, when the Worker does not take it, deletes that key (no one else holds its secret)
+# and stops: the Worker keeps the key it has.
 give_worker_new_key() {
-  if ! wrangler secret bulk "$secrets_file"; then
-    SECRETS_FILE="$secrets_file" USER_NAME="$user" REGION="$region" "$python" -c '
+  local owner=$1
+  shift
+  if ! wrangler secret bulk "$secrets_file" "$@"; then
+    SECRETS_FILE="$secrets_file" USER_NAME="$owner" REGION="$region" "$python" -c '
 import json, os, boto3
 key = json.load(open(os.environ["SECRETS_FILE"]))["AWS_ACCESS_KEY_ID"]
 boto3.client("iam", region_name=os.environ["REGION"]).delete_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=key)'
@@ -99,21 +116,43 @@ boto3.client("iam", region_name=os.environ["REGION"]).delete_access_key(UserName
   fi
 }
 
-if [ "$mode" = rotate ]; then
-  old=$(new_access_key "$secrets_file")
-  # Both halves of the key in one new version of the Worker: never a mismatched pair.
-  give_worker_new_key
+# rotate <user> [wrangler options]: a new key for that Worker, both halves in one new version
+# (never a mismatched pair), then, once every location has it, the old keys deactivated.
+rotate() {
+  local owner=$1 old
+  shift
+  old=$(new_access_key "$secrets_file" "$owner")
+  give_worker_new_key "$owner" "$@"
   wait=${EDGE_ROTATION_WAIT:-30}
-  say "the Worker signs with the new key; waiting $wait s for the new version to reach every location"
+  say "$owner's Worker signs with the new key; waiting $wait s for the new version to reach every location"
   sleep "$wait"
   for id in $old; do
-    USER_NAME="$user" KEY_ID="$id" REGION="$region" "$python" -c '
+    USER_NAME="$owner" KEY_ID="$id" REGION="$region" "$python" -c '
 import os, boto3
 boto3.client("iam", region_name=os.environ["REGION"]).update_access_key(UserName=os.environ["USER_NAME"], AccessKeyId=os.environ["KEY_ID"], Status="Inactive")'
-    say "deactivated the old key $id; once deliveries are answered 202/200, delete it:"
-    say "  aws iam delete-access-key --user-name $user --access-key-id $id"
+    say "deactivated the old key $id; once deliveries are answered 202/200 and the edge's lines arrive, delete it:"
+    say "  aws iam delete-access-key --user-name $owner --access-key-id $id"
   done
+}
+
+if [ "$mode" = rotate ]; then
+  rotate "$user"
+  rotate "$logs_user" --config tail/wrangler.toml
   exit 0
+fi
+
+# The Tail Worker first: the edge's tail_consumers names it, and a deploy naming a Worker that
+# does not exist is refused.
+say "deploying the Tail Worker"
+wrangler deploy --config tail/wrangler.toml
+if ! have_tail=$(wrangler secret list --format json --config tail/wrangler.toml); then
+  echo "deploy-edge: could not list the Tail Worker's secrets; nothing was changed" >&2
+  exit 1
+fi
+if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have_tail"; then
+  say "creating the Tail Worker's access key (logs:PutLogEvents into $log_group only)"
+  new_access_key "$secrets_file" "$logs_user" >/dev/null
+  give_worker_new_key "$logs_user" --config tail/wrangler.toml
 fi
 
 say "deploying the Worker"
@@ -127,8 +166,8 @@ if ! have=$(wrangler secret list --format json); then
 fi
 if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have"; then
   say "creating the edge's access key (dynamodb:PutItem on $table only)"
-  new_access_key "$secrets_file" >/dev/null
-  give_worker_new_key
+  new_access_key "$secrets_file" "$user" >/dev/null
+  give_worker_new_key "$user"
 fi
 if ! grep -q '"WEBHOOK_' <<<"$have"; then
   token=$("$python" -c 'import secrets; print(secrets.token_urlsafe(32))')

@@ -1,10 +1,12 @@
 """wrangler as scripts/deploy-edge.sh calls it (`deploy`, `secret list --format json`, `secret
-bulk <file>`; every write refused while FAKE_WRANGLER_REFUSE_WRITES is set), for
-tests/it/deploy_edge.rs: the Worker's secrets are kept in the JSON file
-FAKE_WRANGLER_STATE, and each call is logged beside it (`.log`, a JSON object a line). A secret
-write logs what a Worker holding the secrets would meet at that instant: the status IAM gives
-each access key of the stack's edge user, and whether the Worker's key pair signs at all (STS
-answers it). Runs under .tools/aws's Python (boto3), on the AWS the environment points at."""
+bulk <file>`, each for the edge or, with `--config tail/wrangler.toml`, its Tail Worker; every
+write refused while FAKE_WRANGLER_REFUSE_WRITES is set), for tests/it/deploy_edge.rs: the
+edge's secrets are kept in the JSON file FAKE_WRANGLER_STATE, the Tail Worker's beside it
+(`-tail`), and each call is logged beside it (`.log`, a JSON object a line, naming the Worker).
+A secret write logs what a Worker holding the secrets would meet at that instant: the status
+IAM gives each access key of the stack's user for that Worker (EdgeUser, EdgeLogsUser), and
+whether the Worker's key pair signs at all (STS answers it). Runs under .tools/aws's Python
+(boto3), on the AWS the environment points at."""
 
 import json
 import os
@@ -12,7 +14,17 @@ import sys
 
 import boto3
 
-STATE = os.environ["FAKE_WRANGLER_STATE"]
+args = sys.argv[1:]
+WORKER = "edge"
+if "--config" in args:
+    at = args.index("--config")
+    if args[at + 1] != "tail/wrangler.toml":
+        sys.exit(f"fake wrangler: no such configuration {args[at + 1]}")
+    WORKER = "tail"
+    del args[at:at + 2]
+LOG = os.environ["FAKE_WRANGLER_STATE"] + ".log"
+STATE = os.environ["FAKE_WRANGLER_STATE"] + ("-tail" if WORKER == "tail" else "")
+USER = {"edge": "EdgeUser", "tail": "EdgeLogsUser"}[WORKER]
 
 
 def load():
@@ -23,16 +35,16 @@ def load():
 
 
 def log(event):
-    with open(STATE + ".log", "a") as f:
-        f.write(json.dumps(event) + "\n")
+    with open(LOG, "a") as f:
+        f.write(json.dumps({"worker": WORKER, **event}) + "\n")
 
 
-def edge_keys():
-    """Every access key of the users whose name holds EdgeUser, and its status."""
+def user_keys():
+    """Every access key of the users whose name holds this Worker's user's, and its status."""
     iam = boto3.client("iam", region_name=os.environ["AWS_REGION"])
     keys = {}
     for user in iam.list_users()["Users"]:
-        if "EdgeUser" in user["UserName"]:
+        if USER in user["UserName"]:
             for key in iam.list_access_keys(UserName=user["UserName"])["AccessKeyMetadata"]:
                 keys[key["AccessKeyId"]] = key["Status"]
     return keys
@@ -51,7 +63,6 @@ def signs(secrets):
         return False
 
 
-args = sys.argv[1:]
 if args[:1] == ["deploy"]:
     log({"call": "deploy"})
 elif args[:2] == ["secret", "list"]:
@@ -67,7 +78,7 @@ elif args[:2] == ["secret", "bulk"]:
     with open(STATE, "w") as f:
         json.dump(secrets, f)
     log({"call": "secret bulk", "names": sorted(written), "worker_key": secrets.get("AWS_ACCESS_KEY_ID"),
-         "keys": edge_keys(), "signs": signs(secrets)})
+         "keys": user_keys(), "signs": signs(secrets)})
     print("Finished processing secrets file")
 else:
     sys.exit(f"fake wrangler: no such call {args}")
