@@ -5,7 +5,9 @@ New deliveries, sequential retries, 20 concurrent copies of one delivery, odd bu
 deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a wrong
 key, a wrong token, the same key with a changed body; then a delivery through each other sender
 profile `stream-worker profiles` lists (its sender's example, signed as the sender signs), its
-retry, and its changed copy. Then it waits for the stream worker and prints what happened: requests by status, receipts by status, leads, and whether leads == unique
+retry, and its changed copy. Then it waits for the stream worker and prints what happened:
+requests by status, receipts by status, the edge's lines its Tail Worker shipped to CloudWatch
+Logs (one per request, each with the status the sender got), leads, and whether leads == unique
 submissions. Standard library only; talks to 127.0.0.1 only.
 """
 import collections
@@ -121,6 +123,29 @@ def scan_receipts(stack, prefix):
             return items
 
 
+def edge_lines(stack, since_ms):
+    """The edge's log lines its Tail Worker shipped to the store's CloudWatch Logs since
+    `since_ms`, as JSON records (root key; FilterLogEvents)."""
+    records, token = [], None
+    while True:
+        body = {"logGroupName": stack["edge_log_group"], "startTime": since_ms}
+        if token:
+            body["nextToken"] = token
+        request = urllib.request.Request(stack["dynamodb_endpoint"] + "/", data=json.dumps(body).encode(), method="POST", headers={
+            "Content-Type": "application/x-amz-json-1.1",
+            "X-Amz-Target": "Logs_20140328.FilterLogEvents",
+            "X-Amz-Date": "20260101T000000Z",
+            "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{stack['region']}/logs/aws4_request, "
+                             "SignedHeaders=host;x-amz-date, Signature=0",
+        })
+        with urllib.request.urlopen(request, timeout=30) as response:
+            page = json.load(response)
+        records += [json.loads(e["message"]) for e in page.get("events", [])]
+        if not page.get("nextToken") or page.get("nextToken") == token:
+            return records
+        token = page["nextToken"]
+
+
 def leads(stack, prefix):
     if not os.path.exists(stack["leads_db"]):
         return []
@@ -135,6 +160,7 @@ def main():
     url = stack["edge_url"] + "/webhooks/staticforms"
     run = "demo_" + secrets.token_hex(3)
     statuses = collections.Counter()
+    started_ms = int(time.time() * 1000)
 
     def send(submission_id, body=None, key=None, token=None):
         headers = {
@@ -205,6 +231,18 @@ def main():
         time.sleep(0.25)
     receipts = collections.Counter(i["status"]["S"] for i in scan_receipts(stack, run))
     lead_rows = leads(stack, run)
+    # The edge's own line for each request, shipped by its Tail Worker (docs/operating.md).
+    # (A health check's line, outcome `ok`, is not one of the demo's requests.)
+    def shipped_lines():
+        return [r for r in edge_lines(stack, started_ms) if r.get("outcome") != "ok"]
+
+    requests = sum(statuses.values())
+    deadline = time.time() + 30
+    shipped = shipped_lines()
+    while time.time() < deadline and len(shipped) < requests:
+        time.sleep(0.25)
+        shipped = shipped_lines()
+    answered = collections.Counter(r.get("status") for r in shipped if "_aws" in r)
 
     names = {202: "stored", 200: "duplicate; new Webflow", 400: "bad key", 401: "unauthenticated", 422: "key reused"}
     print()
@@ -217,6 +255,7 @@ def main():
     print(f"  {'through each profile':<28}")
     for profile, answers in through.items():
         print(f"    {profile:<18}{' '.join(str(a) for a in answers):>13}")
+    print(f"  {'edge lines in CloudWatch Logs':<30}{len(shipped):>5}")
     print(f"  {'leads':<30}{len(lead_rows):>5}")
     print(f"  {'unique submissions':<30}{len(unique):>5}")
     # Every status as the step provokes it (one 202 per submission, 200 for its copies, 400,
@@ -225,12 +264,15 @@ def main():
     for what, expected, answered in wrong:
         print(f"    {what}: expected {expected}, answered {answered}")
     print(f"  every status as provoked:     {'yes' if not wrong else 'NO'}")
+    # Every request's line reached the log group, each answer as the sender saw it.
+    logged = answered == statuses and len(shipped) == requests
+    print(f"  each answer in the edge's log: {'yes' if logged else 'NO'}")
     # Every submission: one lead, written once (upsert_count 1: nothing replayed), and its
     # receipt COMPLETED (not merely stored).
     once = all(count == 1 for _, count in lead_rows)
     print(f"  each lead written once:       {'yes' if once else 'NO'}")
     equal = len(lead_rows) == len(unique) == receipts.get("COMPLETED", 0) == sum(receipts.values())
-    equal = equal and once and not wrong
+    equal = equal and once and not wrong and logged
     print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
     sys.exit(0 if equal else 1)
 

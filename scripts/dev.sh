@@ -16,6 +16,7 @@ DYNAMODB_PORT=${DYNAMODB_PORT:-4566}
 EDGE_PORT=${EDGE_PORT:-8787}
 REGION=us-east-1
 TABLE=receipts
+EDGE_LOG_GROUP=/webhook-receiver/$TABLE/edge
 STATE=${DEV_STATE:-.dev}
 STACK=${STACK:-local}
 INBOX_PORT=${INBOX_PORT:-8790}
@@ -71,7 +72,7 @@ STORE=http://127.0.0.1:$DYNAMODB_PORT
 say "starting ministack on 127.0.0.1:$DYNAMODB_PORT"
 mkdir -p "$STATE/ministack"
 # STACK=aws: every service, and the functions it runs reach it through the SDK's variable.
-services=(SERVICES=dynamodb,dynamodbstreams,iam)
+services=(SERVICES=dynamodb,dynamodbstreams,iam,logs)
 [ "$STACK" = aws ] && services=(AWS_ENDPOINT_URL="$STORE")
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AUTH=true BIND_HOST=127.0.0.1 GATEWAY_PORT="$DYNAMODB_PORT" \
   "${services[@]}" TMPDIR="$PWD/$STATE/ministack" \
@@ -85,6 +86,10 @@ root_auth="AWS4-HMAC-SHA256 Credential=test/20260101/$REGION/SERVICE/aws4_reques
 iam() {
   curl -sf -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/iam}" \
     -H 'Content-Type: application/x-www-form-urlencoded' --data-urlencode Version=2010-05-08 "$@"
+}
+logs() { # target, JSON body
+  curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/logs}" \
+    -H 'Content-Type: application/x-amz-json-1.1' -H "X-Amz-Target: Logs_20140328.$1" -d "$2"
 }
 ddb() { # target, JSON body
   curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/dynamodb}" \
@@ -125,13 +130,20 @@ print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
   xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$edge_user")
   EDGE_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")
   EDGE_SECRET_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")
+  # The Tail Worker signs with a key of the stack's EdgeLogsUser, as make deploy-edge sets it up.
+  logs_user=$(iam --data-urlencode Action=ListUsers | grep -o '<UserName>[^<]*EdgeLogsUser[^<]*</UserName>' |
+    sed 's:</*UserName>::g' | head -1)
+  [ -n "$logs_user" ] || die "the deployed stack has no EdgeLogsUser"
+  xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$logs_user")
+  LOGS_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")
+  LOGS_SECRET_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")
   # An operator's key for `stream-worker receipts` and `reconcile` (docs/operating.md).
   TABLE_ARN="arn:aws:dynamodb:$REGION:*:table/$TABLE"
   read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-operator "{\"Version\":\"2012-10-17\",\"Statement\":[
     {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Query\",\"dynamodb:Scan\",\"dynamodb:DescribeTable\"],
      \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]}]}")
-  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
-    die "could not create the IAM access keys"
+  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] &&
+    [ -n "$LOGS_KEY_ID" ] && [ -n "$LOGS_SECRET_KEY" ] || die "could not create the IAM access keys"
 else
   # Two identities, each with what it does and nothing more: the edge's is template.yaml's
   # EdgeUser (PutItem on the table), so a call the Worker's code adds fails here as in production;
@@ -145,8 +157,15 @@ else
      \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]},
     {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeStream\",\"dynamodb:GetRecords\",\"dynamodb:GetShardIterator\",\"dynamodb:ListStreams\"],
      \"Resource\":[\"$TABLE_ARN/stream/*\",\"*\"]}]}")
-  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] ||
-    die "could not create the IAM access keys"
+  # The edge's log group and stream, and the Tail Worker's key: template.yaml's EdgeLogGroup,
+  # EdgeLogStream and EdgeLogsUser (PutLogEvents into that stream; ministack checks the group).
+  logs CreateLogGroup "{\"logGroupName\":\"$EDGE_LOG_GROUP\"}" >/dev/null
+  logs CreateLogStream "{\"logGroupName\":\"$EDGE_LOG_GROUP\",\"logStreamName\":\"edge\"}" >/dev/null
+  GROUP_ARN="arn:aws:logs:$REGION:*:log-group:$EDGE_LOG_GROUP"
+  read -r LOGS_KEY_ID LOGS_SECRET_KEY < <(user_key local-edge-logs \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"logs:PutLogEvents\",\"Resource\":[\"$GROUP_ARN:log-stream:edge\",\"$GROUP_ARN\"]}]}")
+  [ -n "$EDGE_KEY_ID" ] && [ -n "$EDGE_SECRET_KEY" ] && [ -n "$ACCESS_KEY_ID" ] && [ -n "$SECRET_ACCESS_KEY" ] &&
+    [ -n "$LOGS_KEY_ID" ] && [ -n "$LOGS_SECRET_KEY" ] || die "could not create the IAM access keys"
 
   # The table, as production has it (deploy/receipts-table.json: key pk, stream with images, the
   # sparse pending and failed indexes), TTL on expiresAt (idempotent).
@@ -187,9 +206,21 @@ first_value() { sed -n "s/^$1=\([^,]*\).*/\1/p" .dev.vars | head -1; }
 BEARER=$(first_value WEBHOOK_BEARER_TOKENS)
 PROFILES=$(python3 -c 'import json, sys; print(",".join(p["name"] for p in json.load(open(sys.argv[1]))))' "$STATE/profiles.json")
 
-say "starting the edge Worker on 127.0.0.1:$EDGE_PORT"
+# The Tail Worker's settings (wrangler dev reads a .dev.vars beside each configuration): it
+# ships the edge's lines into this store's CloudWatch Logs, as it does into the stack's.
+cat >tail/.dev.vars <<VARS
+AWS_ACCESS_KEY_ID=$LOGS_KEY_ID
+AWS_SECRET_ACCESS_KEY=$LOGS_SECRET_KEY
+AWS_REGION=$REGION
+EDGE_LOG_GROUP=$EDGE_LOG_GROUP
+EDGE_LOG_STREAM=edge
+LOGS_ENDPOINT=$STORE
+VARS
+
+say "starting the edge Worker and its Tail Worker on 127.0.0.1:$EDGE_PORT"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
-  setsid node_modules/.bin/wrangler dev --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
+  setsid node_modules/.bin/wrangler dev -c wrangler.toml -c tail/wrangler.toml \
+  --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
   --var "DYNAMODB_ENDPOINT:$STORE" --var "AWS_REGION:$REGION" --var "RECEIPTS_TABLE:$TABLE" \
   --var "AWS_ACCESS_KEY_ID:$EDGE_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$EDGE_SECRET_KEY" \
   --var "WEBHOOK_PROFILES:$PROFILES" \
@@ -222,7 +253,7 @@ secrets = {p["name"]: local.get(p["auth"].get("variable", ""), "$BEARER") for p 
 json.dump({
     "edge_url": "$EDGE", "dynamodb_endpoint": "$STORE", "region": "$REGION", "table": "$TABLE",
     "access_key_id": "$ACCESS_KEY_ID", "secret_access_key": "$SECRET_ACCESS_KEY",
-    "edge_secret_access_key": "$EDGE_SECRET_KEY",
+    "edge_secret_access_key": "$EDGE_SECRET_KEY", "edge_log_group": "$EDGE_LOG_GROUP",
     "bearer_token": "$BEARER", "leads_db": "$STATE/leads.db",
     "profiles": {name: {"url": "$EDGE/webhooks/" + name, "secret": secret} for name, secret in secrets.items()},
     "stack": "$STACK", "sink_secret": "${sink_secret:-}",
