@@ -15,14 +15,17 @@ const EVENT_OVERHEAD = 26;
 export function logEvents(traces) {
   const events = [];
   for (const trace of traces) {
+    let counted = false;
     for (const log of trace.logs ?? []) {
       for (const part of log.message ?? []) {
-        if (typeof part === "string" && isJsonObject(part)) {
+        const value = typeof part === "string" ? jsonObject(part) : null;
+        if (value !== null) {
           events.push({ timestamp: log.timestamp, message: part });
+          counted ||= "_aws" in value;
         }
       }
     }
-    const line = abnormalEndLine(trace);
+    const line = abnormalEndLine(trace, counted);
     if (line !== null) events.push({ timestamp: trace.eventTimestamp ?? Date.now(), message: line });
   }
   return events.sort((a, b) => a.timestamp - b.timestamp);
@@ -31,9 +34,11 @@ export function logEvents(traces) {
 /**
  * The metric line for an invocation the producer could not log itself: one that threw, ran
  * out of CPU or memory, or otherwise did not end `ok`. The sender got a 5xx (or no answer) and
- * will retry. `null` for an invocation that ended `ok` or whose client went away.
+ * will retry. `null` for an invocation that ended `ok` or whose client went away. When the
+ * producer had already logged its own metric line (`counted`: it ran out of CPU after
+ * answering), the line is a plain record, without the metric, so each invocation counts once.
  */
-export function abnormalEndLine(trace) {
+export function abnormalEndLine(trace, counted = false) {
   const outcome = trace.outcome;
   if (outcome === undefined || ["ok", "canceled", "responseStreamDisconnected"].includes(outcome)) return null;
   const name = (trace.exceptions ?? []).map((e) => e.name).find((n) => /^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(n ?? ""));
@@ -43,14 +48,16 @@ export function abnormalEndLine(trace) {
     outcome: snakeCase(outcome),
     exception: name ?? null,
     answer: "5xx",
-    _aws: {
+  };
+  if (!counted) {
+    record._aws = {
       Timestamp: trace.eventTimestamp ?? Date.now(),
       CloudWatchMetrics: [
         { Namespace: NAMESPACE, Dimensions: [["outcome"], ["answer"]], Metrics: [{ Name: "Deliveries", Unit: "Count" }] },
       ],
-    },
-    Deliveries: 1,
-  };
+    };
+    record.Deliveries = 1;
+  }
   return JSON.stringify(record);
 }
 
@@ -62,13 +69,14 @@ function snakeCase(word) {
     .slice(0, 64);
 }
 
-function isJsonObject(text) {
-  if (!text.startsWith("{")) return false;
+/** The text as a JSON object, or `null` when it is not one. */
+function jsonObject(text) {
+  if (!text.startsWith("{")) return null;
   try {
     const value = JSON.parse(text);
-    return value !== null && typeof value === "object" && !Array.isArray(value);
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : null;
   } catch {
-    return false;
+    return null;
   }
 }
 

@@ -53,6 +53,21 @@ test("an invocation that ended abnormally gets one metric line; a client that le
   assert.equal(odd.exception, null);
 });
 
+test("an invocation that logged its own metric line and then ended abnormally counts once", () => {
+  const after = {
+    outcome: "exceededCpu",
+    eventTimestamp: 30,
+    logs: [{ timestamp: 20, message: [emf("stored")] }],
+  };
+  const events = logEvents([after]);
+  assert.deepEqual(events.map((e) => e.timestamp), [20, 30]);
+  const record = JSON.parse(events[1].message);
+  assert.deepEqual(record, { requestId: null, outcome: "exceeded_cpu", exception: null, answer: "5xx" });
+  // A plain JSON line the producer wrote (no metric) does not stand in for the count.
+  const plain = { outcome: "exception", eventTimestamp: 30, logs: [{ timestamp: 20, message: ['{"note":1}'] }] };
+  assert.equal(JSON.parse(logEvents([plain])[1].message).Deliveries, 1);
+});
+
 test("calls are cut at PutLogEvents' count and size limits, in order", () => {
   const many = Array.from({ length: MAX_EVENTS + 1 }, (_, i) => ({ timestamp: i, message: "{}" }));
   const cut = batches(many);
