@@ -87,6 +87,13 @@ def main() -> int:
     if not template_ok or ran < limits.get("template-tests", 1):
         problems.append(f"template tests: {template or 'no result'}, {'OK' if template_ok else 'not OK'}")
 
+    # The Tail Worker's tests (node --test prints "# pass N" and "# fail N"; no test file is 0).
+    tail_pass = grep(out / "tail.log", r"(?m)^# pass \d+")
+    tail_fail = grep(out / "tail.log", r"(?m)^# fail \d+")
+    tail_ran = int(tail_pass.split()[2]) if tail_pass else 0
+    if tail_fail != "# fail 0" or tail_ran < limits.get("tail-tests", 1):
+        problems.append(f"Tail Worker tests: {tail_pass or 'no result'}, {tail_fail or 'no failures line'}")
+
     capacity = grep(out / "capacity.log", r"Ran (\d+) tests?")
     capacity_ok = grep(out / "capacity.log", r"(?m)^OK$")
     capacity_report = grep(out / "capacity.log", r"capacity: wrote .*")
@@ -122,6 +129,7 @@ def main() -> int:
     print(f"native:  {total('native')} passed in {sum(n.startswith('native') for n in found)} suites")
     print(f"browser: {total('browser')} passed (headless Chromium)")
     print(f"template: {template} {'OK' if template_ok else ''}")
+    print(f"Tail Worker: {tail_pass}, {tail_fail}")
     print(f"capacity: {capacity} {'OK' if capacity_ok else ''}; {capacity_report}")
     print(f"edge upload: {upload}")
     print(f"lambda: {lambda_}")

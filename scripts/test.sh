@@ -56,7 +56,7 @@ scripts/deploy-aws.sh --dry-run 2>&1 | tee "$out/deploy-aws.log"
 step "the template's promises (deploy/test_template.py)"
 .tools/aws/bin/python -m unittest deploy/test_template.py 2>&1 | tee "$out/template.log"
 
-step "the Tail Worker's decisions (node --test tail/: which lines ship, the abnormal-end line, the cut into calls)"
+step "the Tail Worker (node --test tail/: which lines ship, the abnormal-end line, the cut into calls, its calls against a PutLogEvents stand-in)"
 node --test tail/ 2>&1 | tee "$out/tail.log"
 
 step "the capacity model: its invariants, then make capacity (report and chart)"
