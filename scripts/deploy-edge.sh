@@ -11,6 +11,9 @@
 #                                            step, then the old ones deactivated (delete them later)
 #   scripts/deploy-edge.sh --dry-run         build and bundle both offline, print the upload sizes
 #
+# The Tail Worker needs the Workers Paid plan: with the `tail_consumers` line removed from
+# wrangler.toml (the Free plan), it is neither deployed nor given a key, and the edge alone is.
+#
 # STACK names the CloudFormation stack (default: stack_name in samconfig.toml). Needs AWS
 # credentials allowed to read the stack and manage the two users' keys, and wrangler logged in
 # (`npx wrangler login`, or CLOUDFLARE_API_TOKEN). For the tests (tests/it/deploy_edge.rs):
@@ -33,9 +36,14 @@ python=.tools/aws/bin/python
 if [ "$mode" = dry-run ]; then
   # Bundles exactly what `wrangler deploy` would upload ([build] runs scripts/build-edge.sh).
   CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --outdir target/wrangler-dry-run
-  CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --config tail/wrangler.toml --outdir target/wrangler-dry-run-tail
+  # --outdir is relative to the config's folder; the bundle belongs in the project's target/.
+  CLOUDFLARE_CF_FETCH_ENABLED=false wrangler deploy --dry-run --config tail/wrangler.toml --outdir "$PWD/target/wrangler-dry-run-tail"
   exit 0
 fi
+
+# Whether the edge names its Tail Worker (the Free plan has none: docs/deploying.md).
+tailed=false
+grep -Eq '^[[:space:]]*(\[\[)?[[:space:]]*tail_consumers' wrangler.toml && tailed=true
 
 stack=${STACK:-$(sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml 2>/dev/null | head -1)}
 [ -n "$stack" ] || { echo "deploy-edge: set STACK, or run make deploy-aws first (it writes samconfig.toml)" >&2; exit 1; }
@@ -45,9 +53,13 @@ region=${AWS_REGION:-$(sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml 2>/de
 # output <OutputKey>: a value from the stack's outputs.
 output() {
   STACK="$stack" REGION="$region" KEY="$1" "$python" -c '
-import os, boto3
+import os, sys, boto3
 stack = boto3.client("cloudformation", region_name=os.environ["REGION"]).describe_stacks(StackName=os.environ["STACK"])["Stacks"][0]
-print({o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}[os.environ["KEY"]])'
+outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+name, key = os.environ["STACK"], os.environ["KEY"]
+if key not in outputs:
+    sys.exit(f"deploy-edge: the stack {name} has no output {key}: it was made by an older template; run make deploy-aws first")
+print(outputs[key])'
 }
 table=$(output ReceiptsTableName)
 user=$(output EdgeUserName)
@@ -70,6 +82,13 @@ if [ "$(tail_var EDGE_LOG_GROUP)" != "$log_group" ] || [ "$(tail_var EDGE_LOG_ST
   sed -i "s|^EDGE_LOG_GROUP = .*|EDGE_LOG_GROUP = \"$log_group\"|; s|^EDGE_LOG_STREAM = .*|EDGE_LOG_STREAM = \"$log_stream\"|; s|^AWS_REGION = .*|AWS_REGION = \"$region\"|" tail/wrangler.toml
   say "tail/wrangler.toml now says EDGE_LOG_GROUP = \"$log_group\", EDGE_LOG_STREAM = \"$log_stream\", AWS_REGION = \"$region\" (commit it)"
 fi
+
+# key_count <user>: how many access keys the user has (IAM allows two).
+key_count() {
+  USER_NAME="$1" REGION="$region" "$python" -c '
+import os, boto3
+print(len(boto3.client("iam", region_name=os.environ["REGION"]).list_access_keys(UserName=os.environ["USER_NAME"])["AccessKeyMetadata"]))'
+}
 
 # new_access_key <file> <user>: writes the user's new access key as a wrangler secrets file,
 # once IAM accepts it (a new key can be refused for a few seconds); prints the old keys' IDs.
@@ -136,23 +155,37 @@ boto3.client("iam", region_name=os.environ["REGION"]).update_access_key(UserName
 }
 
 if [ "$mode" = rotate ]; then
+  # Both users checked first, so a rotation never stops halfway with one Worker on a new key.
+  owners=("$user")
+  $tailed && owners+=("$logs_user")
+  for owner in "${owners[@]}"; do
+    count=$(key_count "$owner")
+    if [ "$count" -ge 2 ]; then
+      echo "deploy-edge: $owner already has two access keys (the most IAM allows); delete the one its Worker does not sign with first (after a rotation, the inactive one); nothing was changed" >&2
+      exit 1
+    fi
+  done
   rotate "$user"
-  rotate "$logs_user" --config tail/wrangler.toml
+  $tailed && rotate "$logs_user" --config tail/wrangler.toml
   exit 0
 fi
 
 # The Tail Worker first: the edge's tail_consumers names it, and a deploy naming a Worker that
 # does not exist is refused.
-say "deploying the Tail Worker"
-wrangler deploy --config tail/wrangler.toml
-if ! have_tail=$(wrangler secret list --format json --config tail/wrangler.toml); then
-  echo "deploy-edge: could not list the Tail Worker's secrets; nothing was changed" >&2
-  exit 1
-fi
-if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have_tail"; then
-  say "creating the Tail Worker's access key (logs:PutLogEvents into $log_group only)"
-  new_access_key "$secrets_file" "$logs_user" >/dev/null
-  give_worker_new_key "$logs_user" --config tail/wrangler.toml
+if $tailed; then
+  say "deploying the Tail Worker"
+  wrangler deploy --config tail/wrangler.toml
+  if ! have_tail=$(wrangler secret list --format json --config tail/wrangler.toml); then
+    echo "deploy-edge: could not list the Tail Worker's secrets; nothing was changed" >&2
+    exit 1
+  fi
+  if ! grep -q '"AWS_ACCESS_KEY_ID"' <<<"$have_tail"; then
+    say "creating the Tail Worker's access key (logs:PutLogEvents into $log_group only)"
+    new_access_key "$secrets_file" "$logs_user" >/dev/null
+    give_worker_new_key "$logs_user" --config tail/wrangler.toml
+  fi
+else
+  say "wrangler.toml names no tail_consumers (the Free plan): the edge's lines stay in Workers Logs, no Tail Worker is deployed"
 fi
 
 say "deploying the Worker"

@@ -6,7 +6,8 @@
 //! one's key and the sender's token, a second changes nothing, a rotation writes both halves of
 //! each new key in one write while the old key still works and only then deactivates the old
 //! one, a rotation whose write Cloudflare refuses deletes the key it made, and a rotation with
-//! two keys left is refused. The built Worker stores a delivery with each key it was given (the
+//! two keys left to either Worker's user is refused before either is rotated; with no
+//! tail_consumers in wrangler.toml (the Free plan) the edge alone is deployed. The built Worker stores a delivery with each key it was given (the
 //! old one refused once deactivated), and its Tail Worker, with the key it was given, ships the
 //! edge's line into the stack's log group.
 
@@ -28,14 +29,18 @@ fn deploy_edge(aws: &Ministack, dir: &Path, args: &[&str]) -> (bool, String) {
 
 /// [`deploy_edge`], with every secret write refused by Cloudflare when `refused`.
 fn deploy_edge_with(aws: &Ministack, dir: &Path, args: &[&str], refused: bool) -> (bool, String) {
-    let root = tests::process::repo_root();
+    deploy_edge_from(&tests::process::repo_root(), aws, dir, args, refused)
+}
+
+/// [`deploy_edge_with`], the script and the files it reads taken from `root`.
+fn deploy_edge_from(root: &Path, aws: &Ministack, dir: &Path, args: &[&str], refused: bool) -> (bool, String) {
     let mut command = Command::new(root.join("scripts/deploy-edge.sh"));
     if refused {
         command.env("FAKE_WRANGLER_REFUSE_WRITES", "1");
     }
     let output = command
         .args(args)
-        .current_dir(&root)
+        .current_dir(root)
         .env("AWS_ENDPOINT_URL", aws.endpoint())
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -48,6 +53,17 @@ fn deploy_edge_with(aws: &Ministack, dir: &Path, args: &[&str], refused: bool) -
         .expect("scripts/deploy-edge.sh runs");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), text)
+}
+
+/// A new folder holding `wrangler`, the stand-in, which keeps its state beside it.
+fn fake_wrangler(prefix: &str) -> TempDir {
+    let dir = TempDir::new(prefix);
+    let python = tests::process::repo_root().join(".tools/aws/bin/python");
+    let fake = tests::process::repo_root().join("tests/support/fake-wrangler.py");
+    let wrapper = format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), fake.display());
+    std::fs::write(dir.0.join("wrangler"), wrapper).unwrap();
+    Command::new("chmod").arg("+x").arg(dir.0.join("wrangler")).status().unwrap();
+    dir
 }
 
 /// The edge Worker's secrets as the stand-in holds them, and its log of calls.
@@ -122,12 +138,7 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     let aws = Ministack::start_whole_aws();
     let secret = aws.create_secret("webhooks/sink", r#"{"LEAD_SINK":"sqlite:///tmp/unused.db"}"#);
     stack::deploy(&aws, &secret);
-    let dir = TempDir::new("deploy-edge");
-    let python = tests::process::repo_root().join(".tools/aws/bin/python");
-    let fake = tests::process::repo_root().join("tests/support/fake-wrangler.py");
-    let wrapper = format!("#!/bin/sh\nexec '{}' '{}' \"$@\"\n", python.display(), fake.display());
-    std::fs::write(dir.0.join("wrangler"), wrapper).unwrap();
-    Command::new("chmod").arg("+x").arg(dir.0.join("wrangler")).status().unwrap();
+    let dir = fake_wrangler("deploy-edge");
     let wrangler_toml = std::fs::read_to_string(tests::process::repo_root().join("wrangler.toml")).unwrap();
     // The script sets wrangler.toml's table and region to the stack's: they must already be
     // the stack's here, so this test never edits a file of the repository.
@@ -138,6 +149,13 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     );
 
     let tail_toml = std::fs::read_to_string(tests::process::repo_root().join("tail/wrangler.toml")).unwrap();
+    // The same for the Tail Worker's log group, stream and region.
+    assert!(
+        tail_toml.contains(&format!("EDGE_LOG_GROUP = \"/webhook-receiver/{TABLE}/edge\""))
+            && tail_toml.contains("EDGE_LOG_STREAM = \"edge\"")
+            && tail_toml.contains("AWS_REGION = \"us-east-1\""),
+        "tail/wrangler.toml's EDGE_LOG_GROUP, EDGE_LOG_STREAM and AWS_REGION are not the test stack's"
+    );
     // The first deploy: the Tail Worker and its key, then the edge (whose tail_consumers names
     // the Tail Worker), one key (both halves in one write) and one token.
     let (ok, text) = deploy_edge(&aws, &dir.0, &[]);
@@ -211,7 +229,37 @@ fn the_edge_s_key_is_created_once_and_rotated_without_a_moment_the_worker_cannot
     let (ok, text) = deploy_edge(&aws, &dir.0, &["--rotate-aws-key"]);
     assert!(!ok && text.contains("already has two access keys"), "{text}");
     assert_eq!(worker(&dir.0).0, rotated);
+    // The edge's old key deleted, the Tail Worker's not: neither Worker is rotated, never the
+    // edge alone with the Tail Worker's rotation then refused.
+    aws.delete_access_key_of_user_named("EdgeUser", first["AWS_ACCESS_KEY_ID"].as_str().unwrap());
+    let (ok, text) = deploy_edge(&aws, &dir.0, &["--rotate-aws-key"]);
+    assert!(!ok && text.contains("EdgeLogsUser") && text.contains("already has two access keys"), "{text}");
+    assert_eq!(worker(&dir.0).0, rotated, "the edge was not rotated alone");
+    assert_eq!(tail_worker(&dir.0).0, rotated_tail);
     assert_eq!(std::fs::read_to_string(tests::process::repo_root().join("wrangler.toml")).unwrap(), wrangler_toml);
     assert_eq!(std::fs::read_to_string(tests::process::repo_root().join("tail/wrangler.toml")).unwrap(), tail_toml);
     assert_eq!(aws.scan(TABLE).len(), 5, "a delivery with each key, and one per Tail Worker check");
+
+    // The Free plan: wrangler.toml names no Tail Worker (a copy of the files the script reads,
+    // without the tail_consumers line). The edge alone is deployed and keyed; no Tail Worker,
+    // no key of EdgeLogsUser.
+    let root = tests::process::repo_root();
+    let free = TempDir::new("deploy-edge-free");
+    for folder in ["scripts", "tail"] {
+        std::fs::create_dir_all(free.0.join(folder)).unwrap();
+    }
+    std::fs::copy(root.join("scripts/deploy-edge.sh"), free.0.join("scripts/deploy-edge.sh")).unwrap();
+    std::fs::copy(root.join("tail/wrangler.toml"), free.0.join("tail/wrangler.toml")).unwrap();
+    let untailed: String =
+        wrangler_toml.lines().filter(|l| !l.starts_with("tail_consumers")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(untailed.len(), wrangler_toml.len(), "wrangler.toml names its Tail Worker");
+    std::fs::write(free.0.join("wrangler.toml"), untailed).unwrap();
+    std::os::unix::fs::symlink(root.join(".tools"), free.0.join(".tools")).unwrap();
+    let logs_keys = aws.access_key_ids_of_user_named("EdgeLogsUser");
+    let state = fake_wrangler("deploy-edge-free-state");
+    let (ok, text) = deploy_edge_from(&free.0, &aws, &state.0, &[], false);
+    assert!(ok && text.contains("no tail_consumers"), "{text}");
+    assert_eq!(calls(&state.0), ["edge deploy", "edge secret bulk", "edge secret bulk"], "{text}");
+    assert_eq!(aws.access_key_ids_of_user_named("EdgeLogsUser"), logs_keys, "no key made for a Tail Worker");
+    assert_eq!(worker(&state.0).1[1]["signs"], true, "{text}");
 }

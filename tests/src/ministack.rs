@@ -184,6 +184,30 @@ impl Ministack {
     /// A new access key for the one IAM user whose name holds `part` (a stack's `EdgeUser`,
     /// named `<stack>-EdgeUser-<suffix>` by CloudFormation).
     pub fn access_key_of_user_named(&self, part: &str) -> AccessKey {
+        let user = self.user_named(part);
+        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", &user)]);
+        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+    }
+
+    /// The IDs of the access keys of the one IAM user whose name holds `part`.
+    pub fn access_key_ids_of_user_named(&self, part: &str) -> Vec<String> {
+        let user = self.user_named(part);
+        let xml = self.iam(&[("Action", "ListAccessKeys"), ("UserName", &user)]);
+        xml.split("<AccessKeyId>")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</AccessKeyId>"))
+            .map(|(id, _)| id.to_owned())
+            .collect()
+    }
+
+    /// Deletes the access key `id` of the one IAM user whose name holds `part`.
+    pub fn delete_access_key_of_user_named(&self, part: &str, id: &str) {
+        let user = self.user_named(part);
+        self.iam(&[("Action", "DeleteAccessKey"), ("UserName", &user), ("AccessKeyId", id)]);
+    }
+
+    /// The name of the one IAM user whose name holds `part`.
+    fn user_named(&self, part: &str) -> String {
         let users = self.iam(&[("Action", "ListUsers")]);
         let names: Vec<&str> = users
             .split("<UserName>")
@@ -192,8 +216,7 @@ impl Ministack {
             .filter(|name| name.contains(part))
             .collect();
         let [user] = names.as_slice() else { panic!("one IAM user named *{part}*, not {names:?}") };
-        let xml = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]);
-        AccessKey { id: xml_value(&xml, "AccessKeyId"), secret: xml_value(&xml, "SecretAccessKey") }
+        (*user).to_owned()
     }
 
     /// The name of the one Lambda function whose name holds `part` (a stack's

@@ -18,8 +18,8 @@ args = sys.argv[1:]
 WORKER = "edge"
 if "--config" in args:
     at = args.index("--config")
-    if args[at + 1] != "tail/wrangler.toml":
-        sys.exit(f"fake wrangler: no such configuration {args[at + 1]}")
+    if at + 1 == len(args) or args[at + 1] != "tail/wrangler.toml":
+        sys.exit(f"fake wrangler: no such configuration {args[at + 1:at + 2]}")
     WORKER = "tail"
     del args[at:at + 2]
 LOG = os.environ["FAKE_WRANGLER_STATE"] + ".log"
