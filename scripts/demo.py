@@ -242,7 +242,7 @@ def main():
     while time.time() < deadline and len(shipped) < requests:
         time.sleep(0.25)
         shipped = shipped_lines()
-    answered = collections.Counter(r.get("status") for r in shipped if "_aws" in r)
+    shipped_statuses = collections.Counter(r.get("status") for r in shipped if "_aws" in r)
 
     names = {202: "stored", 200: "duplicate; new Webflow", 400: "bad key", 401: "unauthenticated", 422: "key reused"}
     print()
@@ -265,8 +265,8 @@ def main():
         print(f"    {what}: expected {expected}, answered {answered}")
     print(f"  every status as provoked:     {'yes' if not wrong else 'NO'}")
     # Every request's line reached the log group, each answer as the sender saw it.
-    logged = answered == statuses and len(shipped) == requests
-    print(f"  each answer in the edge's log: {'yes' if logged else 'NO'}")
+    logged = shipped_statuses == statuses and len(shipped) == requests
+    print(f"  each answer in the edge log:  {'yes' if logged else 'NO'}")
     # Every submission: one lead, written once (upsert_count 1: nothing replayed), and its
     # receipt COMPLETED (not merely stored).
     once = all(count == 1 for _, count in lead_rows)

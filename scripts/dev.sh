@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make dev`: the whole path on this machine, on 127.0.0.1 only, until Ctrl-C or SIGTERM.
-#   ministack (DynamoDB + Streams + IAM, SigV4 checked)   DYNAMODB_PORT, default 4566
-#   the built edge Worker in workerd (wrangler dev)      EDGE_PORT, default 8787
+#   ministack (DynamoDB + Streams + IAM + CloudWatch Logs, SigV4 checked)   DYNAMODB_PORT, default 4566
+#   the built edge Worker in workerd (wrangler dev)      EDGE_PORT, default 8787, with its
+#     Tail Worker (tail/) shipping the edge's lines into the local CloudWatch Logs
 #   STACK=local (the default): stream-worker poll, leads into .dev/leads.db (SQLite)
 #   STACK=aws: the production topology. ministack as a whole local AWS, template.yaml deployed
 #     to it by scripts/deploy-aws.sh (table, stream mapping, the stream and reconcile functions
@@ -124,14 +125,14 @@ print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
     SINK_SECRET_ARN="$secret_arn" STACK_NAME=webhooks TABLE_NAME=$TABLE LAMBDA_BOOTSTRAP=target/debug/stream-worker \
     scripts/deploy-aws.sh >"$STATE/deploy.log" 2>&1 || { tail -20 "$STATE/deploy.log"; die "the local deploy failed"; }
   # The Worker signs with a key of the stack's EdgeUser, exactly as make deploy-edge sets it up.
-  edge_user=$(iam --data-urlencode Action=ListUsers | grep -o '<UserName>[^<]*EdgeUser[^<]*</UserName>' |
+  edge_user=$(iam --data-urlencode Action=ListUsers | { grep -o '<UserName>[^<]*EdgeUser[^<]*</UserName>' || true; } |
     sed 's:</*UserName>::g' | head -1)
   [ -n "$edge_user" ] || die "the deployed stack has no EdgeUser"
   xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$edge_user")
   EDGE_KEY_ID=$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")
   EDGE_SECRET_KEY=$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")
   # The Tail Worker signs with a key of the stack's EdgeLogsUser, as make deploy-edge sets it up.
-  logs_user=$(iam --data-urlencode Action=ListUsers | grep -o '<UserName>[^<]*EdgeLogsUser[^<]*</UserName>' |
+  logs_user=$(iam --data-urlencode Action=ListUsers | { grep -o '<UserName>[^<]*EdgeLogsUser[^<]*</UserName>' || true; } |
     sed 's:</*UserName>::g' | head -1)
   [ -n "$logs_user" ] || die "the deployed stack has no EdgeLogsUser"
   xml=$(iam --data-urlencode Action=CreateAccessKey --data-urlencode UserName="$logs_user")
