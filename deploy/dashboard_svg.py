@@ -67,7 +67,10 @@ def svg():
         out.append(f'<rect x="{x}" y="{y}" width="{width}" height="{h}" rx="3" fill="#fff" stroke="#c9ced8"/>')
         out.append(f'<text x="{x + 8}" y="{y + 16}" font-weight="bold">{escape(title)}</text>')
         fits = (width - 16) // 6
-        for n, line in enumerate(shows(w)[: (h - 26) // 14]):
+        lines, room = shows(w), (h - 26) // 14
+        if len(lines) > room:
+            lines = lines[: room - 1] + [f"… and {len(lines) - room + 1} more"]
+        for n, line in enumerate(lines):
             line = line if len(line) <= fits else line[: fits - 1] + "…"
             out.append(f'<text x="{x + 8}" y="{y + 32 + 14 * n}" fill="#4a5261">{escape(line)}</text>')
     out.append("</svg>")
