@@ -144,6 +144,9 @@ def stages(rate, sink, parallelization=None):
          "more pendingShard values (PENDING_SHARDS in shared/src/receipt.rs)"),
         ("Lambda concurrency (shards x ParallelizationFactor)", concurrent,
          v("lambda_account_concurrency"), "executions", "raise the account's concurrency quota"),
+        ("CloudWatch Logs PutLogEvents (the edge's lines, a call per delivery)", rate, v("logs_put_per_s"), "calls/s",
+         "a higher PutLogEvents quota (Service Quotas); past it the edge's lines are not shipped (deliveries are "
+         "still stored) and its alarms see less"),
         ("stream worker", new, concurrent * invocation_rate(sink), "records/s", sink.worker_advice),
         # A batching sink's calls at full batches: below its limit batches are as full as a
         # shard gathers in the batching window (records_per_write); at it, the sink's pacing
@@ -178,7 +181,8 @@ def cost_per_million(rate, sink):
     millions = month / 1e6
     new = 1 - DUPLICATES
     table, index = writes_per_delivery()
-    cpu_ms = month * v("edge_cpu_ms")
+    # The edge's requests and CPU, and its Tail Worker's CPU (Tail Workers are billed by CPU only).
+    cpu_ms = month * (v("edge_cpu_ms") + v("tail_cpu_ms"))
     workers = (v("workers_monthly_minimum_usd")
                + max(0.0, month - v("workers_included_requests")) / 1e6 * v("workers_usd_per_million_requests")
                + max(0.0, cpu_ms - v("workers_included_cpu_ms")) / 1e6 * v("workers_usd_per_million_cpu_ms"))
@@ -192,8 +196,12 @@ def cost_per_million(rate, sink):
     seconds = invocations * (math.ceil(batch / sink.lanes) * record_seconds(sink) + v("invocation_overhead_ms") / 1000)
     lam = (invocations / 1e6 * v("lambda_usd_per_million_requests")
            + seconds * v("lambda_memory_gb") * v("lambda_usd_per_gb_s"))
-    logs = month * new * v("log_bytes_per_record") / GIB * v("logs_usd_per_gb")
+    # The stream worker's lines per new receipt, and the edge's line per delivery (shipped by its Tail Worker).
+    log_bytes = month * new * v("log_bytes_per_record") + month * v("edge_log_bytes_per_delivery")
+    logs = log_bytes / GIB * v("logs_usd_per_gb")
+    metrics = v("custom_metrics") * v("metric_usd_per_month")
     fixed = v("alarms") * v("alarm_usd_per_month") + v("secret_usd_per_month")
     terms = {"Workers": workers, "DynamoDB writes": dynamodb_writes, "DynamoDB storage and PITR": dynamodb_storage,
-             "Lambda": lam, "CloudWatch Logs": logs, "alarms and the sink secret": fixed}
+             "Lambda": lam, "CloudWatch Logs": logs, "CloudWatch metrics": metrics,
+             "alarms and the sink secret": fixed}
     return {name: usd / millions for name, usd in terms.items()}

@@ -11,6 +11,7 @@ READ_ON = "2026-12-01"
 
 CF_PRICING = "https://developers.cloudflare.com/workers/platform/pricing/"
 CF_LIMITS = "https://developers.cloudflare.com/workers/platform/limits/"
+CF_TAIL = "https://developers.cloudflare.com/workers/observability/logs/tail-workers/"
 DDB_PRICING = "https://aws.amazon.com/dynamodb/pricing/on-demand/"
 DDB_QUOTAS = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"
 DDB_TABLE_QUOTA = ("https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
@@ -34,6 +35,7 @@ SF_COLLECTIONS = ("https://developer.salesforce.com/docs/platform/api-rest/guide
                   "resources-composite-sobjects-collections-upsert.html")
 PG_CONNECTIONS = "https://www.postgresql.org/docs/current/runtime-config-connection.html"
 CW_PRICING = "https://aws.amazon.com/cloudwatch/pricing/"
+CW_LOGS_QUOTAS = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/cloudwatch_limits_cwl.html"
 BENCH = "docs/performance.md (make bench, 2026-12-01)"
 
 
@@ -61,6 +63,14 @@ FIGURES = {
     "workers_paid_subrequests": F(10_000, "per request", "documented", CF_LIMITS, "Paid plan"),
     "edge_subrequests": F(1, "per delivery", "ours", "edge/src/dynamodb.rs", "one PutItem"),
     "edge_cpu_ms": F(1.34, "ms/delivery", "measured", BENCH, "about 1 KiB deliveries, workerd CPU"),
+    "tail_cpu_ms": F(1.0, "ms/delivery", "assumed", "tail/index.mjs",
+                     "the edge's Tail Worker, once per delivery: read the trace, sign and send one PutLogEvents "
+                     "call; Tail Workers are billed by CPU time, not by requests (" + CF_TAIL + ")"),
+    "logs_put_per_s": F(5_000, "calls/s", "assumed", CW_LOGS_QUOTAS,
+                        "PutLogEvents per account and Region, shared with the functions' logs; lower in some "
+                        "Regions; adjustable; read your account's in Service Quotas"),
+    "edge_log_bytes_per_delivery": F(450, "bytes", "ours", "shared/src/log.rs",
+                                     "the edge's one line per request, as PutLogEvents counts it (26 bytes more)"),
     # DynamoDB on-demand.
     "ddb_usd_per_million_wru": F(0.625, "USD", "price", DDB_PRICING,
                                  "us-east-1, Standard class; read from copies of the page"),
@@ -129,9 +139,15 @@ FIGURES = {
     "webhook_call_ms": F(50, "ms", "assumed", "your receiver's latency"),
     "webhook_rate_per_s": F(1_000, "requests/s", "assumed", "your receiver's limit"),
     # Operations.
-    "alarms": F(6, "alarms", "ours", "template.yaml"),
+    "alarms": F(11, "alarms", "ours", "template.yaml"),
     "alarm_usd_per_month": F(0.10, "USD/alarm-month", "price", CW_PRICING,
                              "standard resolution; read from copies of the page"),
+    "custom_metrics": F(20, "metrics", "assumed", "shared/src/log.rs, shared/src/metrics.rs",
+                        "the series written every hour at a steady rate: the edge's Deliveries and StoreLatency by "
+                        "outcome and by answer, the stream worker's and reconcile's by service; a rarer one (a "
+                        "reason, an exception) is billed only for the hours it is written"),
+    "metric_usd_per_month": F(0.30, "USD/metric-month", "price", CW_PRICING,
+                              "custom metrics (EMF), first 10,000, prorated by the hour; read from copies of the page"),
     "logs_usd_per_gb": F(0.50, "USD/GB", "price", CW_PRICING, "CloudWatch Logs ingestion; read from copies of the page"),
     "log_bytes_per_record": F(600, "bytes", "assumed", "stream-worker/src/handler.rs",
                               "the record's log line and the batch's metric lines"),
