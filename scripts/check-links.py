@@ -41,13 +41,16 @@ def prose(text):
 
 
 def anchors(raw):
-    """The anchors GitHub gives the headings of a Markdown text (code spans kept in headings)."""
+    """The anchors GitHub gives the headings of a Markdown text (code spans kept in headings),
+    and those the text names itself (`<a id="...">`)."""
     seen, result = {}, set()
     fenced = False
     for line in raw.split("\n"):
         if line.lstrip().startswith("```"):
             fenced = not fenced
             continue
+        if not fenced:
+            result.update(re.findall(r'<a id="([\w-]+)"></a>', line))
         match = None if fenced else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
         if not match:
             continue
@@ -158,9 +161,9 @@ def self_test():
         os.mkdir(os.path.join(root, "docs"))
         files = {
             "README.md": "# Title\n\n## Where to go `next`\n\n[a](docs/a.md) [b](docs/a.md#the-part) "
-            "[c](https://example.com/x) [d](#where-to-go-next) ![img](docs/pic.svg)\n\n"
+            "[c](https://example.com/x) [d](#where-to-go-next) [e](docs/a.md#named) ![img](docs/pic.svg)\n\n"
             "```\n[not a link](missing.md)\n```\n`[code](missing.md)`\n",
-            "docs/a.md": "# A\n\n## The part\n\n[up](../README.md#title)\n",
+            "docs/a.md": "# A\n\n## The part\n\n[up](../README.md#title)\n\n1. <a id=\"named\"></a>**A step.**\n",
             "docs/pic.svg": "<svg/>",
         }
         for name, text in files.items():
