@@ -155,7 +155,7 @@ boto3.client("iam", region_name=os.environ["REGION"]).update_access_key(UserName
 }
 
 if [ "$mode" = rotate ]; then
-  # Both users checked first, so a rotation never stops halfway with one Worker on a new key.
+  # Both users checked first, so IAM's two-key limit never stops a rotation halfway.
   owners=("$user")
   $tailed && owners+=("$logs_user")
   for owner in "${owners[@]}"; do
