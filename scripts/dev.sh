@@ -207,9 +207,13 @@ first_value() { sed -n "s/^$1=\([^,]*\).*/\1/p" .dev.vars | head -1; }
 BEARER=$(first_value WEBHOOK_BEARER_TOKENS)
 PROFILES=$(python3 -c 'import json, sys; print(",".join(p["name"] for p in json.load(open(sys.argv[1]))))' "$STATE/profiles.json")
 
-# The Tail Worker's settings (wrangler dev reads a .dev.vars beside each configuration): it
-# ships the edge's lines into this store's CloudWatch Logs, as it does into the stack's.
-cat >tail/.dev.vars <<VARS
+# The Tail Worker's settings: it ships the edge's lines into this store's CloudWatch Logs, as
+# it does into the stack's. wrangler dev reads a .dev.vars beside each configuration, so this
+# stack's copy of tail/wrangler.toml (its code the repository's) and its .dev.vars are in
+# $STATE, never shared with another stack.
+mkdir -p "$STATE/tail"
+sed "s|^main = .*|main = \"$PWD/tail/index.mjs\"|" tail/wrangler.toml >"$STATE/tail/wrangler.toml"
+cat >"$STATE/tail/.dev.vars" <<VARS
 AWS_ACCESS_KEY_ID=$LOGS_KEY_ID
 AWS_SECRET_ACCESS_KEY=$LOGS_SECRET_KEY
 AWS_REGION=$REGION
@@ -220,7 +224,7 @@ VARS
 
 say "starting the edge Worker and its Tail Worker on 127.0.0.1:$EDGE_PORT"
 WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false WRANGLER_HIDE_BANNER=true \
-  setsid node_modules/.bin/wrangler dev -c wrangler.toml -c tail/wrangler.toml \
+  setsid node_modules/.bin/wrangler dev -c wrangler.toml -c "$STATE/tail/wrangler.toml" \
   --ip 127.0.0.1 --port "$EDGE_PORT" --show-interactive-dev-session=false \
   --var "DYNAMODB_ENDPOINT:$STORE" --var "AWS_REGION:$REGION" --var "RECEIPTS_TABLE:$TABLE" \
   --var "AWS_ACCESS_KEY_ID:$EDGE_KEY_ID" --var "AWS_SECRET_ACCESS_KEY:$EDGE_SECRET_KEY" \
