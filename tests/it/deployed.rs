@@ -196,10 +196,13 @@ fn what_the_sink_refused_is_settled_by_the_deployed_reconcile_and_an_operator_s_
     assert_eq!(unauthenticated.status, 401);
     let outputs = stack.aws.stack_outputs("webhooks");
     let (group, log_stream) = (&outputs["EdgeLogGroupName"], &outputs["EdgeLogStreamName"]);
-    let unreachable = format!("http://127.0.0.1:{}", tests::free_port());
+    // A store that is down, seen from the Worker: the proxy holds its port and closes each
+    // connection (a bare free port could be taken by another process meanwhile).
+    let down = tests::proxy::FaultProxy::start(tests::free_port());
+    down.set(tests::proxy::Mode::Refuse);
     let cut_off = Edge::start_tailed(
         Producer::Edge,
-        &stack::edge_bindings(&unreachable, &stack.aws.access_key_of_user_named("EdgeUser"), &[]),
+        &stack::edge_bindings(&down.endpoint(), &stack.aws.access_key_of_user_named("EdgeUser"), &[]),
         &stack::tail_bindings(
             &stack.aws.endpoint(),
             &stack.aws.access_key_of_user_named("EdgeLogsUser"),
