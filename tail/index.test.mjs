@@ -36,6 +36,19 @@ const settings = {
   EDGE_LOG_STREAM: "edge",
 };
 
+/**
+ * Runs the Tail Worker against a stand-in answering `answers`, then stops the stand-in: what
+ * the Tail Worker wrote with console.error, and the requests the stand-in received.
+ */
+async function shipAgainst(answers) {
+  const stand = await standIn(answers);
+  try {
+    return { said: await tail(stand.env), requests: stand.requests };
+  } finally {
+    await stand.close();
+  }
+}
+
 /** Runs the Tail Worker; what it wrote with console.error. */
 async function tail(env) {
   const said = [];
@@ -50,23 +63,19 @@ async function tail(env) {
 }
 
 test("one signed PutLogEvents call into the group's stream, asking for EMF extraction", async () => {
-  const stand = await standIn([[200, "{}"]]);
-  try {
-    assert.deepEqual(await tail(stand.env), []);
-    assert.equal(stand.requests.length, 1);
-    const { headers, body } = stand.requests[0];
-    assert.equal(headers["x-amz-target"], "Logs_20140328.PutLogEvents");
-    assert.equal(headers["x-amzn-logs-format"], "json/emf");
-    assert.equal(headers["content-type"], "application/x-amz-json-1.1");
-    assert.match(headers.authorization, /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/logs\/aws4_request, /);
-    assert.deepEqual(JSON.parse(body), {
-      logGroupName: "/webhook-receiver/receipts/edge",
-      logStreamName: "edge",
-      logEvents: [{ timestamp: 5, message: line }],
-    });
-  } finally {
-    await stand.close();
-  }
+  const { said, requests } = await shipAgainst([[200, "{}"]]);
+  assert.deepEqual(said, []);
+  assert.equal(requests.length, 1);
+  const { headers, body } = requests[0];
+  assert.equal(headers["x-amz-target"], "Logs_20140328.PutLogEvents");
+  assert.equal(headers["x-amzn-logs-format"], "json/emf");
+  assert.equal(headers["content-type"], "application/x-amz-json-1.1");
+  assert.match(headers.authorization, /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/logs\/aws4_request, /);
+  assert.deepEqual(JSON.parse(body), {
+    logGroupName: "/webhook-receiver/receipts/edge",
+    logStreamName: "edge",
+    logEvents: [{ timestamp: 5, message: line }],
+  });
 });
 
 test("without LOGS_ENDPOINT the call goes to the region's CloudWatch Logs endpoint", async () => {
@@ -85,39 +94,21 @@ test("without LOGS_ENDPOINT the call goes to the region's CloudWatch Logs endpoi
 });
 
 test("a throttle or a server error is tried again, three times in all", async () => {
-  const throttled = await standIn([[400, '{"__type":"ThrottlingException"}'], [503, ""], [200, "{}"]]);
-  try {
-    assert.deepEqual(await tail(throttled.env), []);
-    assert.equal(throttled.requests.length, 3);
-  } finally {
-    await throttled.close();
-  }
-  const down = await standIn([[500, ""]]);
-  try {
-    assert.deepEqual(await tail(down.env), [{ service: "edge-tail", outcome: "not_shipped", status: 500, events: 1 }]);
-    assert.equal(down.requests.length, 3);
-  } finally {
-    await down.close();
-  }
+  const throttled = await shipAgainst([[400, '{"__type":"ThrottlingException"}'], [503, ""], [200, "{}"]]);
+  assert.deepEqual(throttled.said, []);
+  assert.equal(throttled.requests.length, 3);
+  const down = await shipAgainst([[500, ""]]);
+  assert.deepEqual(down.said, [{ service: "edge-tail", outcome: "not_shipped", status: 500, events: 1 }]);
+  assert.equal(down.requests.length, 3);
 });
 
 test("a refusal is not tried again; refused events and a missing setting are said, without content", async () => {
-  const denied = await standIn([[400, '{"__type":"AccessDeniedException","message":"not allowed"}']]);
-  try {
-    assert.deepEqual(await tail(denied.env), [{ service: "edge-tail", outcome: "not_shipped", status: 400, events: 1 }]);
-    assert.equal(denied.requests.length, 1);
-  } finally {
-    await denied.close();
-  }
-  const old = await standIn([[200, '{"rejectedLogEventsInfo":{"tooOldLogEventEndIndex":1}}']]);
-  try {
-    assert.deepEqual(await tail(old.env), [
-      { service: "edge-tail", outcome: "rejected", tooOldLogEventEndIndex: 1 },
-    ]);
-  } finally {
-    await old.close();
-  }
-  const { EDGE_LOG_STREAM, ...missing } = old.env;
+  const denied = await shipAgainst([[400, '{"__type":"AccessDeniedException","message":"not allowed"}']]);
+  assert.deepEqual(denied.said, [{ service: "edge-tail", outcome: "not_shipped", status: 400, events: 1 }]);
+  assert.equal(denied.requests.length, 1);
+  const old = await shipAgainst([[200, '{"rejectedLogEventsInfo":{"tooOldLogEventEndIndex":1}}']]);
+  assert.deepEqual(old.said, [{ service: "edge-tail", outcome: "rejected", tooOldLogEventEndIndex: 1 }]);
+  const { EDGE_LOG_STREAM, ...missing } = settings;
   assert.equal(EDGE_LOG_STREAM, "edge");
   assert.deepEqual(await tail(missing), [{ service: "edge-tail", outcome: "config_invalid", reason: "EDGE_LOG_STREAM" }]);
 });
