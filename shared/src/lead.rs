@@ -11,8 +11,22 @@ use crate::receipt::Receipt;
 /// Form fields that become the lead's own columns; every other field goes to `extra`.
 pub const NAMED_FIELDS: [&str; 3] = ["name", "email", "message"];
 
+/// An answer a CRM has a standard field for, beside the lead's name, email and message: found by
+/// the sender's field type or by the answer's common labels ([`role_of_label`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// A first (given) name asked on its own.
+    FirstName,
+    /// A last (family) name asked on its own.
+    LastName,
+    /// The visitor's company or organisation.
+    Company,
+    /// A phone number.
+    Phone,
+}
+
 /// One lead, keyed by the submission that produced it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lead {
     /// The submission ID: the unique key downstream, so a redelivery updates, never duplicates.
     pub external_id: String,
@@ -24,6 +38,9 @@ pub struct Lead {
     pub message: String,
     /// Every other form field, unchanged.
     pub extra: BTreeMap<String, Json>,
+    /// The answers in `extra` that fill a CRM's standard field, by their key in `extra` (where
+    /// each stays, so a database row or a webhook still has every answer). At most one per role.
+    pub roles: BTreeMap<Role, String>,
 }
 
 /// Why a receipt cannot become a lead. Permanent: retrying the same receipt cannot help.
@@ -74,13 +91,16 @@ pub(crate) fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         Some(_) => return Err(LeadError::FormDataNotObject),
     };
     let mut take = |field: &str| extra.remove(field).map(as_text).unwrap_or_default();
-    Ok(Lead {
+    let mut lead = Lead {
         external_id: static_forms_lead_key(receipt),
         name: take(NAMED_FIELDS[0]),
         email: take(NAMED_FIELDS[1]),
         message: take(NAMED_FIELDS[2]),
         extra,
-    })
+        roles: BTreeMap::new(),
+    };
+    find_roles(&mut lead);
+    Ok(lead)
 }
 
 /// A Static Forms lead's key: the bare submission ID, as before profiles existed, unless the ID
@@ -108,7 +128,9 @@ pub(crate) enum Named {
 }
 
 /// A lead being filled from a sender's answers: each named field takes the first answer that
-/// fits it; every other answer goes to `extra` under the first key it is given.
+/// fits it; every other answer goes to `extra` under the first key it is given. A first or last
+/// name asked on its own is not the name: it goes to `extra` with its role, and the parts joined
+/// are the name when no answer was the whole name.
 pub(crate) struct Fields {
     lead: Lead,
     taken: [bool; 3],
@@ -117,14 +139,7 @@ pub(crate) struct Fields {
 impl Fields {
     /// An empty lead keyed `external_id`.
     pub(crate) fn new(external_id: String) -> Fields {
-        let lead = Lead {
-            external_id,
-            name: String::new(),
-            email: String::new(),
-            message: String::new(),
-            extra: BTreeMap::new(),
-        };
-        Fields { lead, taken: [false; 3] }
+        Fields { lead: Lead { external_id, ..Lead::default() }, taken: [false; 3] }
     }
 
     /// Puts `value` in the first of `candidates` still empty and returns `None`; when every
@@ -146,9 +161,48 @@ impl Fields {
         &mut self.lead.extra
     }
 
-    /// The lead.
-    pub(crate) fn finish(self) -> Lead {
+    /// Gives the answer under `key` in `extra` the role `role`, unless another answer has it.
+    pub(crate) fn role(&mut self, role: Role, key: &str) {
+        self.lead.roles.entry(role).or_insert_with(|| String::from(key));
+    }
+
+    /// The lead: the roles its answers' labels give ([`find_roles`]), and the name parts joined
+    /// as its name when no answer was the whole name.
+    pub(crate) fn finish(mut self) -> Lead {
+        find_roles(&mut self.lead);
+        if self.lead.name.is_empty() {
+            let part =
+                |role| self.lead.roles.get(&role).and_then(|key| self.lead.extra.get(key)).and_then(Json::as_str);
+            let parts = [part(Role::FirstName), part(Role::LastName)];
+            let joined: Vec<&str> = parts.into_iter().flatten().map(str::trim).filter(|p| !p.is_empty()).collect();
+            self.lead.name = joined.join(" ");
+        }
         self.lead
+    }
+}
+
+/// The role an answer's label gives it, compared as [`label`] does (any case, spacing and
+/// punctuation): `First name`, `Given name`; `Last name`, `Surname`, `Family name`; `Company`,
+/// `Company name`, `Organisation`; `Phone`, `Phone number`, `Telephone`, `Mobile`.
+pub fn role_of_label(text: &str) -> Option<Role> {
+    match label(text).as_str() {
+        "firstname" | "givenname" | "forename" => Some(Role::FirstName),
+        "lastname" | "surname" | "familyname" => Some(Role::LastName),
+        "company" | "companyname" | "organisation" | "organization" => Some(Role::Company),
+        "phone" | "phonenumber" | "telephone" | "telephonenumber" | "mobile" | "mobilephone" | "mobilenumber" => {
+            Some(Role::Phone)
+        }
+        _ => None,
+    }
+}
+
+/// Gives each role no answer has yet to the first answer in `extra` whose key is one of its
+/// labels ([`role_of_label`]) and whose value is text or a number.
+pub(crate) fn find_roles(lead: &mut Lead) {
+    for (key, value) in &lead.extra {
+        if let (Some(role), Json::String(_) | Json::Number(_)) = (role_of_label(key), value) {
+            lead.roles.entry(role).or_insert_with(|| key.clone());
+        }
     }
 }
 
@@ -161,34 +215,17 @@ impl Fields {
 /// name in parts (`{"first": .., "last": ..}`) is its parts joined.
 pub(crate) fn object_lead(external_id: String, fields: &BTreeMap<String, Json>, skip: &[&str]) -> Lead {
     let mut lead = Fields::new(external_id);
-    let mut parts: [Option<String>; 2] = [None, None];
     for (field, value) in fields.iter().filter(|(field, _)| !skip.contains(&field.as_str())) {
-        let value = plain(value);
         let candidates: &[Named] = match label(field).as_str() {
             "name" | "fullname" | "yourname" => &[Named::Name],
             "email" | "emailaddress" | "youremail" | "youremailaddress" => &[Named::Email],
             "message" | "yourmessage" | "comments" | "comment" => &[Named::Message],
-            "firstname" | "givenname" if parts[0].is_none() => {
-                parts[0] = Some(as_text(value.clone()));
-                &[]
-            }
-            "lastname" | "surname" | "familyname" if parts[1].is_none() => {
-                parts[1] = Some(as_text(value.clone()));
-                &[]
-            }
             _ => &[],
         };
-        if let Some(value) = lead.fill(candidates, value) {
+        if let Some(value) = lead.fill(candidates, plain(value)) {
             lead.extra().insert(field.clone(), value);
         }
     }
-    if let [None, None] = parts {
-        return lead.finish();
-    }
-    // The first and last names joined are the name, unless a full name filled it; each stays in
-    // `extra` under its own label too, so a sink with both columns can fill them.
-    let joined: Vec<&str> = parts.iter().flatten().map(String::as_str).filter(|p| !p.is_empty()).collect();
-    lead.fill(&[Named::Name], Json::String(joined.join(" ")));
     lead.finish()
 }
 

@@ -25,6 +25,7 @@ pub mod auth;
 pub mod config;
 pub mod decimal;
 pub mod decision;
+pub mod default_fields;
 pub mod dynamo;
 pub mod envelope;
 pub mod fingerprint;

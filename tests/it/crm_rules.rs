@@ -80,7 +80,11 @@ async fn salesforce_emails_outside_its_rules_cost_the_email_field_never_the_lead
         assert_status(&w, id, "COMPLETED", None);
         let lead = &state.leads[id];
         assert_eq!(lead.get("Email"), None, "{id}");
-        assert_eq!(lead["Description"], format!("Hello\n\n(email as submitted: {email})"), "{id}");
+        assert_eq!(
+            lead["Description"],
+            format!("Hello\n\nOther answers:\nplan: pro\n\n(email as submitted: {email})"),
+            "{id}"
+        );
     }
 }
 

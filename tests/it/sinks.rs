@@ -263,7 +263,11 @@ async fn hubspot_a_contact_conflict_that_clears_at_once_keeps_the_contact() {
     let state = standin.state.lock().unwrap();
     assert_eq!((state.contacts.len(), state.tickets.len(), state.associations.len()), (1, 1, 1));
     let content = state.tickets["sub_hs_race"].1["content"].as_str().unwrap();
-    assert_eq!(content, delivery::VISITOR_MESSAGE, "the email is the contact's, not kept in the ticket");
+    assert_eq!(
+        content,
+        format!("{}\n\nOther answers:\nplan: pro", delivery::VISITOR_MESSAGE),
+        "the email is the contact's, not kept in the ticket"
+    );
 }
 
 #[tokio::test]

@@ -221,7 +221,7 @@ async fn hubspot_keeps_one_contact_per_person_and_one_ticket_per_submission() {
         assert_eq!(state.tickets.len(), 2, "one ticket per submission");
         let ticket = &state.tickets["sub_hs_1"].1;
         assert_eq!(ticket["static_forms_submission_id"], "sub_hs_1");
-        assert_eq!(ticket["content"], delivery::VISITOR_MESSAGE);
+        assert_eq!(ticket["content"], format!("{}\n\nOther answers:\nplan: pro", delivery::VISITOR_MESSAGE));
         assert_eq!((ticket["hs_pipeline"].as_str(), ticket["hs_pipeline_stage"].as_str()), (Some("0"), Some("1")));
         let expected: BTreeSet<(String, String)> =
             state.tickets.values().map(|(ticket, _)| (ticket.clone(), contact_id.clone())).collect();
@@ -362,7 +362,7 @@ async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
     sink.upsert(&short, "k").await.unwrap();
     assert_eq!(
         standin.state.lock().unwrap().leads["sub_sf_email"]["Description"],
-        "hi\n\n(email as submitted: not an email)"
+        "hi\n\nOther answers:\nplan: pro\n\n(email as submitted: not an email)"
     );
     // An ID with characters a path must encode arrives as the same value.
     sink.upsert(&sample_lead("sub/8fK2?x#y"), "k").await.unwrap();

@@ -23,7 +23,7 @@ use crate::fingerprint::fingerprint_raw;
 use crate::headers::Headers;
 use crate::json::{self, Json};
 use crate::key::KeyError;
-use crate::lead::{as_text, Lead, LeadError};
+use crate::lead::{as_text, find_roles, Lead, LeadError};
 use crate::mapping::LeadMapping;
 use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
@@ -101,13 +101,16 @@ pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
             extra.remove(&member);
         }
     }
-    Lead {
+    let mut lead = Lead {
         external_id: receipt.key.clone(),
         name: text(&pointers.name),
         email: text(&pointers.email),
         message: text(&pointers.message),
         extra,
-    }
+        roles: BTreeMap::new(),
+    };
+    find_roles(&mut lead);
+    lead
 }
 
 /// The member name `pointer` names directly inside the object at `parent`, if it does.

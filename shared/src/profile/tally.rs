@@ -22,7 +22,7 @@ use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
 use crate::headers::Headers;
 use crate::json::Json;
-use crate::lead::{Fields, Lead, LeadError, Named};
+use crate::lead::{role_of_label, Fields, Lead, LeadError, Named, Role};
 use crate::mapping::LeadMapping;
 use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
@@ -69,16 +69,26 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         let text = |name: &str| field.get(name).and_then(Json::as_str).unwrap_or_default();
         let label = text("label");
         let value = with_option_texts(field);
+        let role = match text("type") {
+            "INPUT_PHONE_NUMBER" => Some(Role::Phone),
+            "INPUT_TEXT" => role_of_label(label),
+            _ => None,
+        };
         let candidates: &[Named] = match text("type") {
             "INPUT_EMAIL" => &[Named::Email],
             "TEXTAREA" => &[Named::Message],
-            "INPUT_TEXT" if label.to_lowercase().contains("name") => &[Named::Name],
+            "INPUT_TEXT" if role.is_none() && label.to_lowercase().contains("name") => &[Named::Name],
             _ => &[],
         };
         if let Some(value) = lead.fill(candidates, value) {
             let extra = lead.extra();
             let key = if label.is_empty() || extra.contains_key(label) { text("key") } else { label };
-            extra.entry(String::from(key)).or_insert(value);
+            if !extra.contains_key(key) {
+                extra.insert(String::from(key), value);
+                if let Some(role) = role {
+                    lead.role(role, key);
+                }
+            }
         }
     }
     Ok(lead.finish())
@@ -200,6 +210,29 @@ mod tests {
         let lead = lead(&receipt(body)).unwrap();
         assert_eq!((lead.email.as_str(), lead.message.as_str()), ("first@x", "first note"));
         assert_eq!(Json::Object(lead.extra).to_text(), r#"{"More":"second note","Work email":"second@x"}"#);
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn name_parts_phone_and_company_take_their_roles() {
+        let body = r#"{"eventType":"FORM_RESPONSE","data":{"responseId":"r","fields":[
+            {"key":"a","type":"INPUT_TEXT","label":"First name","value":"Ada"},
+            {"key":"b","type":"INPUT_TEXT","label":"Last name","value":"Lovelace"},
+            {"key":"c","type":"INPUT_PHONE_NUMBER","label":"How can we call you?","value":"+44 20 7946 0000"},
+            {"key":"d","type":"INPUT_TEXT","label":"Company","value":"Analytical Engines"},
+            {"key":"e","type":"INPUT_TEXT","label":"Last name","value":"Second"}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!(lead.name, "Ada Lovelace", "the parts joined, never the first name alone");
+        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        assert_eq!(
+            roles,
+            [
+                (Role::FirstName, "First name"),
+                (Role::LastName, "Last name"),
+                (Role::Company, "Company"),
+                (Role::Phone, "How can we call you?")
+            ]
+        );
+        assert_eq!(lead.extra.get("e"), Some(&Json::String("Second".into())), "a second last name keeps its key");
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -25,7 +25,7 @@ use crate::envelope::{Envelope, EnvelopeError, Refusal};
 use crate::fingerprint::fingerprint;
 use crate::headers::Headers;
 use crate::json::Json;
-use crate::lead::{Fields, Lead, LeadError, Named};
+use crate::lead::{role_of_label, Fields, Lead, LeadError, Named, Role};
 use crate::mapping::LeadMapping;
 use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
@@ -100,15 +100,27 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         let value =
             answer.get("type").and_then(Json::as_str).and_then(|t| answer.get(t)).cloned().unwrap_or(Json::Null);
         let says_name = |s: &str| s.to_lowercase().contains("name");
+        let role = match (answer.get("type").and_then(Json::as_str), text("type")) {
+            (Some("phone_number"), _) => Some(Role::Phone),
+            (_, Some("short_text")) => role_of_label(title).or_else(|| reference.and_then(role_of_label)),
+            _ => None,
+        };
         let candidates: &[Named] = match (answer.get("type").and_then(Json::as_str), text("type")) {
             (Some("email"), _) => &[Named::Email],
             (_, Some("long_text")) => &[Named::Message],
-            (_, Some("short_text")) if reference.is_some_and(says_name) || says_name(title) => &[Named::Name],
+            (_, Some("short_text")) if role.is_none() && (reference.is_some_and(says_name) || says_name(title)) => {
+                &[Named::Name]
+            }
             _ => &[],
         };
         if let Some(value) = lead.fill(candidates, value) {
             let key = reference.unwrap_or(id);
-            lead.extra().entry(String::from(key)).or_insert(value);
+            if !lead.extra().contains_key(key) {
+                lead.extra().insert(String::from(key), value);
+                if let Some(role) = role {
+                    lead.role(role, key);
+                }
+            }
         }
     }
     if let Some(hidden) = response.and_then(|r| r.get("hidden")).filter(|h| !matches!(h, Json::Null)) {
@@ -241,6 +253,24 @@ mod tests {
         assert_eq!(
             Json::Object(lead.extra).to_text(),
             r#"{"company":"Acme","e2":"second@x","m2":"second note","other_name":"Grace"}"#
+        );
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn name_parts_phone_and_company_take_their_roles_by_title_ref_or_type() {
+        let body = r#"{"event_type":"form_response","form_response":{"form_id":"f","token":"t",
+            "definition":{"fields":[{"id":"f1","title":"First name"},{"id":"l1","title":"Your surname?","ref":"ln"}]},
+            "answers":[
+            {"type":"text","text":"Ada","field":{"id":"f1","type":"short_text","ref":"01HX"}},
+            {"type":"text","text":"Lovelace","field":{"id":"l1","type":"short_text","ref":"last_name"}},
+            {"type":"phone_number","phone_number":"+442079460000","field":{"id":"p","type":"phone_number","ref":"p"}},
+            {"type":"text","text":"Acme","field":{"id":"c","type":"short_text","ref":"company"}}]}}"#;
+        let lead = lead(&receipt(body)).unwrap();
+        assert_eq!(lead.name, "Ada Lovelace");
+        let roles: alloc::vec::Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        assert_eq!(
+            roles,
+            [(Role::FirstName, "01HX"), (Role::LastName, "last_name"), (Role::Company, "company"), (Role::Phone, "p")]
         );
     }
 

@@ -370,6 +370,7 @@ mod tests {
                 email: "ada@example.com".into(),
                 message: "hi".into(),
                 extra: Default::default(),
+                roles: Default::default(),
             })
             .collect()
     }

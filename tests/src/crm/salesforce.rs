@@ -145,8 +145,8 @@ fn refusal(code: &str, message: &str, fields: &[&str]) -> StubResponse {
 
 /// The Lead fields the stand-in's org has, with their lengths in UTF-16 code units (anything
 /// else is `INVALID_FIELD`).
-const LEAD_FIELDS: [(&str, usize); 5] =
-    [("FirstName", 40), ("LastName", 80), ("Email", 80), ("Company", 255), ("Description", 32_000)];
+const LEAD_FIELDS: [(&str, usize); 6] =
+    [("FirstName", 40), ("LastName", 80), ("Email", 80), ("Company", 255), ("Phone", 40), ("Description", 32_000)];
 
 /// Whether the org takes `email` (Salesforce Help 000384328 and 000001145), without EAI.
 fn email_valid(email: &str) -> bool {

@@ -5,7 +5,8 @@
 use std::sync::Mutex;
 
 use serde_json::{json, Value};
-use shared::lead::Lead;
+use shared::default_fields::{answers_block, name_parts, notes, other_answers, role_text};
+use shared::lead::{Lead, Role};
 use tokio::time::Instant;
 
 use super::pace::{self, Hold, Pacer};
@@ -130,24 +131,27 @@ pub fn property_verdicts(error: &Value) -> Vec<(String, String)> {
 /// The longest value of a HubSpot string property, in characters.
 pub const MAX_PROPERTY_CHARS: usize = 65_536;
 
-/// The contact's properties: the email, trimmed, and the name split into first and last at the
-/// first space. Empty values are left out: HubSpot clears a property given an empty string, and
-/// a second submission without a last name must not erase the one the contact has.
+/// The contact's properties: the email, trimmed, the name in first and last parts, the company
+/// and the phone (the default mapping: [`shared::default_fields`], the same parts as
+/// Salesforce's). Empty values are left out: HubSpot clears a property given an empty string,
+/// and a second submission without a last name must not erase the one the contact has.
 ///
 /// The email is also the upsert's `id`: `properties.email` is the same trimmed text as
 /// [`contact_input`]'s ID, never cut (HubSpot's docs put the value in `id` only; a different
 /// `properties.email` would change the contact's email). An email too long for a property is
 /// refused as an input, which costs the contact only.
 pub fn contact_properties(lead: &Lead) -> Value {
-    let (first, last) = lead.name.split_once(' ').unwrap_or((lead.name.as_str(), ""));
+    let (first, last) = name_parts(lead);
     let mut properties = serde_json::Map::new();
     let email = lead.email.trim();
     if !email.is_empty() {
         properties.insert(String::from("email"), Value::String(email.to_owned()));
     }
-    for (name, value) in [("firstname", first), ("lastname", last)] {
+    let company = role_text(lead, Role::Company).unwrap_or_default();
+    let phone = role_text(lead, Role::Phone).unwrap_or_default();
+    for (name, value) in [("firstname", first), ("lastname", last), ("company", company), ("phone", phone)] {
         if !value.is_empty() {
-            properties.insert(name.to_owned(), Value::String(fit(value, MAX_PROPERTY_CHARS)));
+            properties.insert(name.to_owned(), Value::String(fit(&value, MAX_PROPERTY_CHARS)));
         }
     }
     Value::Object(properties)
@@ -160,14 +164,28 @@ pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
     (!email.is_empty()).then(|| (email, contact_properties(lead)))
 }
 
-/// The ticket's properties: the submission ID, a subject, the message, the pipeline.
+/// A ticket's content: the message, then every answer neither the subject (the name) nor the
+/// contact (`with_contact`: the company and the phone) holds ([`answers_block`]), then `note`;
+/// within HubSpot's property limit.
+pub(super) fn ticket_content(lead: &Lead, with_contact: bool, note: &str) -> String {
+    let shown: &[Role] = if with_contact {
+        &[Role::FirstName, Role::LastName, Role::Company, Role::Phone]
+    } else {
+        &[Role::FirstName, Role::LastName]
+    };
+    let content = notes(&lead.message, &answers_block(&other_answers(lead, shown)));
+    fit(&format!("{content}{note}"), MAX_PROPERTY_CHARS)
+}
+
+/// The ticket's properties: the submission ID, a subject, the content ([`ticket_content`]), the
+/// pipeline.
 pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: &str) -> Value {
     let who = if lead.name.is_empty() { lead.email.as_str() } else { lead.name.as_str() };
     let subject = if who.is_empty() { String::from("Form submission") } else { format!("Form submission from {who}") };
     json!({
         id_property: lead.external_id,
         "subject": fit(&subject, MAX_PROPERTY_CHARS),
-        "content": fit(&lead.message, MAX_PROPERTY_CHARS),
+        "content": ticket_content(lead, contact_input(lead).is_some(), ""),
         "hs_pipeline": pipeline,
         "hs_pipeline_stage": stage,
     })
@@ -264,8 +282,37 @@ mod tests {
             name: String::from("Ada Lovelace"),
             email: email.to_owned(),
             message: String::new(),
-            extra: Default::default(),
+            ..Lead::default()
         }
+    }
+
+    #[test]
+    fn company_phone_and_every_other_answer_reach_the_contact_or_the_ticket() {
+        let mut lead = lead_with_email("ada@example.com");
+        lead.name = String::from("Ada King Lovelace");
+        lead.message = String::from("Hello");
+        let answers = json!({"Company": "Acme", "Phone": "+44 20 7946 0000", "Size": "11-50", "Topics": ["A", "B"],
+            "hidden": {"utm_source": "news"}});
+        lead.extra = answers
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), shared::json::parse(v.to_string().as_bytes()).unwrap()))
+            .collect();
+        lead.roles = [(Role::Company, "Company"), (Role::Phone, "Phone")].map(|(r, k)| (r, k.to_owned())).into();
+        assert_eq!(
+            contact_properties(&lead),
+            json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace",
+                   "company": "Acme", "phone": "+44 20 7946 0000"})
+        );
+        let content = "Hello\n\nOther answers:\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news";
+        assert_eq!(ticket_properties(&lead, "p", "0", "1")["content"], content);
+        // Without an email there is no contact: the ticket holds the company and the phone.
+        lead.email = String::new();
+        assert_eq!(
+            ticket_properties(&lead, "p", "0", "1")["content"],
+            "Hello\n\nOther answers:\nCompany: Acme\nPhone: +44 20 7946 0000\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news"
+        );
     }
 
     #[test]

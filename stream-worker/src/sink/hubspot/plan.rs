@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use shared::lead::Lead;
 
-use super::api::{contact_input, ticket_properties, CONTACT_CONFLICT, MAX_PROPERTY_CHARS};
+use super::api::{contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT};
 use super::batch::{Found, Written};
-use crate::sink::contract::{fit, SinkError};
+use crate::sink::contract::SinkError;
 
 /// A ticket answered under another case of its value (or a batch naming one ID in two cases):
 /// another submission's (HubSpot does not document whether unique values compare without
@@ -87,8 +87,8 @@ pub(super) fn contact_results(
 pub(super) fn new_ticket(lead: &Lead, contact_given_up: bool, id_property: &str, pipeline: &str, stage: &str) -> Value {
     let mut properties = ticket_properties(lead, id_property, pipeline, stage);
     if contact_given_up && !lead.email.trim().is_empty() {
-        let content = format!("{}\n\n(email as submitted: {})", lead.message, lead.email.trim());
-        properties["content"] = Value::String(fit(&content, MAX_PROPERTY_CHARS));
+        let note = format!("\n\n(email as submitted: {})", lead.email.trim());
+        properties["content"] = Value::String(ticket_content(lead, false, &note));
     }
     properties
 }
@@ -103,7 +103,7 @@ mod tests {
             name: name.into(),
             email: email.into(),
             message: "Hello".into(),
-            extra: Default::default(),
+            ..Lead::default()
         }
     }
 

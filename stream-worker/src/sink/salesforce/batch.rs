@@ -158,6 +158,7 @@ mod tests {
             email: "ada@example.com".into(),
             message: String::new(),
             extra: Default::default(),
+            roles: Default::default(),
         };
         let record = record(&lead, "F__c");
         assert_eq!((record["attributes"]["type"].as_str(), record["F__c"].as_str()), (Some("Lead"), Some("sub_1")));

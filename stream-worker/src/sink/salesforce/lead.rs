@@ -3,7 +3,8 @@
 //! path segment.
 
 use serde_json::json;
-use shared::lead::Lead;
+use shared::default_fields::{answers_block, name_parts, notes, other_answers, role_text};
+use shared::lead::{Lead, Role};
 
 use crate::sink::contract::fit_utf16;
 
@@ -11,38 +12,50 @@ use crate::sink::contract::fit_utf16;
 pub const NOT_PROVIDED: &str = "[not provided]";
 
 /// The Lead's standard fields' lengths, in UTF-16 code units (Salesforce's "characters":
-/// Object Reference, Lead): `FirstName` 40, `LastName` 80, `Company` 255, `Email` 80,
-/// `Description` (Long Text Area) 32,000.
-pub const LENGTHS: [(&str, usize); 5] =
-    [("FirstName", 40), ("LastName", 80), ("Company", 255), ("Email", 80), ("Description", 32_000)];
+/// Object Reference, Lead): `FirstName` 40, `LastName` 80, `Company` 255, `Email` 80, `Phone`
+/// 40, `Description` (Long Text Area) 32,000.
+pub const LENGTHS: [(&str, usize); 6] =
+    [("FirstName", 40), ("LastName", 80), ("Company", 255), ("Email", 80), ("Phone", 40), ("Description", 32_000)];
 
 fn length(field: &str) -> usize {
     LENGTHS.iter().find(|(name, _)| *name == field).map_or(0, |(_, max)| *max)
 }
 
-/// The Lead's fields: `LastName` and `Company` are required by Salesforce.
+/// What ends a `Description` that had to be cut to fit.
+pub const CUT_NOTE: &str = "\n[cut: the rest did not fit in Description]";
+
+/// The Lead's fields, by the default mapping ([`shared::default_fields`]): the name in its
+/// parts, `Company` and `Phone` from the answers with those roles, the email, and the message
+/// in `Description` with every other answer after it. `LastName` and `Company` are required by
+/// Salesforce.
 ///
-/// Each value fits its field's length, since one value over its field refuses the whole Lead.
+/// Each value fits its field's length, since one value over its field refuses the whole Lead;
+/// a phone that does not fit, or a company that had to be cut, is kept whole in `Description`.
 /// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
 /// end of `Description` instead ([`without_email`]).
 pub fn fields(lead: &Lead) -> serde_json::Value {
-    // Salesforce trims text fields: a name of spaces is no name (and LastName is required).
-    let name = lead.name.trim();
-    let (first, last) = match name.rsplit_once(' ') {
-        Some((first, last)) => (first.trim_end(), last),
-        None => ("", name),
-    };
+    let (first, last) = name_parts(lead);
     // A blank optional input arrives as "" or spaces: Salesforce reads that as no value and
-    // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt.
-    let company = lead.extra.get("company").and_then(|c| c.as_str()).map(str::trim).filter(|c| !c.is_empty());
-    let company = company.unwrap_or(NOT_PROVIDED);
+    // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt (`role_text` is never blank).
+    let company = role_text(lead, Role::Company);
+    let phone = role_text(lead, Role::Phone).filter(|p| p.encode_utf16().count() <= length("Phone"));
+    let mut shown = vec![Role::FirstName, Role::LastName];
+    if company.as_ref().is_some_and(|c| c.encode_utf16().count() <= length("Company")) {
+        shown.push(Role::Company);
+    }
+    if phone.is_some() {
+        shown.push(Role::Phone);
+    }
     let email = lead.email.trim();
     let mut fields = json!({
-        "FirstName": fit_utf16(first, length("FirstName")),
-        "LastName": fit_utf16(if last.is_empty() { NOT_PROVIDED } else { last }, length("LastName")),
-        "Company": fit_utf16(company, length("Company")),
-        "Description": fit_utf16(&lead.message, length("Description")),
+        "FirstName": fit_utf16(&first, length("FirstName")),
+        "LastName": fit_utf16(if last.is_empty() { NOT_PROVIDED } else { &last }, length("LastName")),
+        "Company": fit_utf16(company.as_deref().unwrap_or(NOT_PROVIDED), length("Company")),
+        "Description": description(lead, &shown, ""),
     });
+    if let Some(phone) = phone {
+        fields["Phone"] = json!(phone);
+    }
     if email_accepted(email) {
         fields["Email"] = json!(email);
         fields
@@ -51,9 +64,34 @@ pub fn fields(lead: &Lead) -> serde_json::Value {
     }
 }
 
+/// `Description`: the message, then the answers no field shows ([`answers_block`]), then
+/// `note` kept whole; cut to 32,000 UTF-16 units from the end of the answers, saying so.
+fn description(lead: &Lead, shown: &[Role], note: &str) -> String {
+    let text = notes(&lead.message, &answers_block(&other_answers(lead, shown)));
+    let room = length("Description").saturating_sub(note.encode_utf16().count());
+    if text.encode_utf16().count() <= room {
+        return format!("{text}{note}");
+    }
+    let cut = fit_utf16(&text, room.saturating_sub(CUT_NOTE.encode_utf16().count()));
+    format!("{cut}{CUT_NOTE}{note}")
+}
+
+/// The roles `fields` shows in their own fields (the rest are in `Description`).
+fn shown_roles(fields: &serde_json::Value, lead: &Lead) -> Vec<Role> {
+    let mut shown = vec![Role::FirstName, Role::LastName];
+    if fields.get("Phone").is_some() {
+        shown.push(Role::Phone);
+    }
+    let company = role_text(lead, Role::Company);
+    if company.is_some_and(|c| fields["Company"].as_str() == Some(c.as_str())) {
+        shown.push(Role::Company);
+    }
+    shown
+}
+
 /// `fields` without `Email`, the address as submitted kept at the end of `Description` (after
-/// the message, which is cut first so the address stays whole): for an address Salesforce
-/// refuses, so the Lead is still written.
+/// the message and the other answers, which are cut first so the address stays whole): for an
+/// address Salesforce refuses, so the Lead is still written.
 pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::Value {
     let email = lead.email.trim();
     if let Some(object) = fields.as_object_mut() {
@@ -61,8 +99,7 @@ pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::
     }
     if !email.is_empty() {
         let note = format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000));
-        let room = length("Description").saturating_sub(note.encode_utf16().count());
-        fields["Description"] = json!(format!("{}{note}", fit_utf16(&lead.message, room)));
+        fields["Description"] = json!(description(lead, &shown_roles(&fields, lead), &note));
     }
     fields
 }
@@ -144,13 +181,66 @@ mod tests {
     fn lead(name: &str, email: &str, company: Option<&str>) -> Lead {
         let extra =
             company.map(|c| (String::from("company"), shared::json::Json::String(c.into()))).into_iter().collect();
+        let roles = company.map(|_| (Role::Company, String::from("company"))).into_iter().collect();
         Lead {
             external_id: String::from("sub_1"),
             name: name.to_owned(),
             email: email.to_owned(),
             message: String::from("Hello"),
             extra,
+            roles,
         }
+    }
+
+    /// A lead of the default profile's shape with `answers` (an object) beside its message.
+    fn lead_with(answers: &str) -> Lead {
+        let serde_json::Value::Object(answers) = serde_json::from_str(answers).unwrap() else { panic!("an object") };
+        let extra = answers.into_iter().map(|(k, v)| (k, shared::json::parse(v.to_string().as_bytes()).unwrap()));
+        let mut lead = Lead { name: String::from("Ada Lovelace"), message: String::from("Hello"), ..Lead::default() };
+        lead.extra = extra.collect();
+        for key in lead.extra.keys() {
+            if let Some(role) = shared::lead::role_of_label(key) {
+                lead.roles.entry(role).or_insert_with(|| key.clone());
+            }
+        }
+        lead
+    }
+
+    #[test]
+    fn phone_company_and_every_other_answer_reach_the_lead() {
+        let f = fields(&lead_with(
+            r#"{"Company":"Acme","Phone":"+44 20 7946 0000","Size":"11-50","Consent":true,"Topics":["A","B"]}"#,
+        ));
+        assert_eq!((&f["Company"], &f["Phone"]), (&json!("Acme"), &json!("+44 20 7946 0000")));
+        assert_eq!(f["Description"], "Hello\n\nOther answers:\nConsent: true\nSize: 11-50\nTopics: A, B");
+        // The form's own name parts win over the split name.
+        let parts = fields(&lead_with(r#"{"First name":"Ada King","Last name":"Lovelace"}"#));
+        assert_eq!(
+            (&parts["FirstName"], &parts["LastName"], &parts["Description"]),
+            (&json!("Ada King"), &json!("Lovelace"), &json!("Hello"))
+        );
+        let first_only = fields(&lead_with(r#"{"First name":"Ada"}"#));
+        assert_eq!((&first_only["FirstName"], &first_only["LastName"]), (&json!("Ada"), &json!(NOT_PROVIDED)));
+        // A phone over 40 units costs the field only: kept whole in the description.
+        let long = "1".repeat(41);
+        let f = fields(&lead_with(&format!(r#"{{"phone":"{long}"}}"#)));
+        assert_eq!(f.get("Phone"), None);
+        assert_eq!(f["Description"], format!("Hello\n\nOther answers:\nphone: {long}"));
+        // A company cut to fit is whole in the description too.
+        let company = "c".repeat(256);
+        let f = fields(&lead_with(&format!(r#"{{"company":"{company}"}}"#)));
+        assert_eq!(f["Description"], format!("Hello\n\nOther answers:\ncompany: {company}"));
+    }
+
+    #[test]
+    fn a_description_too_long_is_cut_from_the_end_and_says_so() {
+        let mut lead = lead_with(&format!(r#"{{"notes":"{}"}}"#, "n".repeat(40_000)));
+        lead.email = String::from("ada@exa_mple.com");
+        let f = fields(&lead);
+        let description = f["Description"].as_str().unwrap();
+        assert!(description.starts_with("Hello\n\nOther answers:\nnotes: nnn"));
+        assert!(description.ends_with(&format!("…{CUT_NOTE}\n\n(email as submitted: ada@exa_mple.com)")));
+        assert_eq!(description.encode_utf16().count(), 32_000);
     }
 
     #[test]
@@ -169,11 +259,11 @@ mod tests {
             json!({"FirstName": "Ada King", "LastName": "Lovelace", "Company": "Analytical Engines",
                    "Description": "Hello", "Email": "ada@example.com"})
         );
-        // One word is the last name; LastName and Company are required, so never empty.
+        // One word is the first name; LastName and Company are required, so never empty.
         let one = fields(&lead("Cher", "", None));
         assert_eq!(
             (&one["FirstName"], &one["LastName"], &one["Company"]),
-            (&json!(""), &json!("Cher"), &json!(NOT_PROVIDED))
+            (&json!("Cher"), &json!(NOT_PROVIDED), &json!(NOT_PROVIDED))
         );
         assert_eq!(one.get("Email"), None);
         assert_eq!(one["Description"], "Hello", "no email, no note");
@@ -182,7 +272,7 @@ mod tests {
         for blank in ["", "   "] {
             assert_eq!(fields(&lead("Ada Lovelace", "", Some(blank)))["Company"], NOT_PROVIDED, "{blank:?}");
         }
-        assert_eq!(fields(&lead("Ada \t", "", None))["LastName"], "Ada", "a name ending in spaces");
+        assert_eq!(fields(&lead("Ada \t", "", None))["FirstName"], "Ada", "a name ending in spaces");
         assert_eq!(fields(&lead(" \t ", "", None))["LastName"], NOT_PROVIDED, "a name of spaces");
         assert_eq!(fields(&lead("Ada  King", "", None))["FirstName"], "Ada");
         // Each value within its field's length.
@@ -267,7 +357,11 @@ mod tests {
         let f = without_email(&long, fields(&long));
         let description = f["Description"].as_str().unwrap();
         assert_eq!(f.get("Email"), None);
-        assert!(description.ends_with("…\n\n(email as submitted: ada@example.com)"), "{}", &description[31_900..]);
+        assert!(
+            description.ends_with(&format!("…{CUT_NOTE}\n\n(email as submitted: ada@example.com)")),
+            "{}",
+            &description[31_900..]
+        );
         assert_eq!(description.encode_utf16().count(), 32_000);
     }
 

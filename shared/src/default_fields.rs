@@ -1,0 +1,188 @@
+//! A lead as a CRM's standard fields when no mapping says otherwise: the name in first and last
+//! parts (by one rule for every CRM), the company and phone answers, and every other answer as
+//! lines of text for the record's notes, so nothing a visitor typed is dropped.
+
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::json::Json;
+use crate::lead::{Lead, Role};
+
+/// The heading of the block of answers no field holds, at the end of a record's notes.
+pub const OTHER_ANSWERS: &str = "Other answers:";
+
+/// The lead's first and last names: the answers asked on their own when the form had them
+/// (either may then be empty), else the name split at its last space (a family name is one
+/// word; given names may be several), trimmed, so `Ada King Lovelace` is `Ada King` and
+/// `Lovelace`, and one word is the first name (what a visitor asked for a name most often types;
+/// a later submission with it never blanks a contact's last name).
+pub fn name_parts(lead: &Lead) -> (String, String) {
+    if lead.roles.contains_key(&Role::FirstName) || lead.roles.contains_key(&Role::LastName) {
+        let part = |role| role_text(lead, role).unwrap_or_default();
+        return (part(Role::FirstName), part(Role::LastName));
+    }
+    let name = lead.name.trim();
+    match name.rsplit_once(char::is_whitespace) {
+        Some((first, last)) => (first.trim_end().to_owned(), last.to_owned()),
+        None => (name.to_owned(), String::new()),
+    }
+}
+
+/// The text of the answer with `role`, trimmed; `None` when no answer has it or it is blank.
+pub fn role_text(lead: &Lead, role: Role) -> Option<String> {
+    let value = lead.extra.get(lead.roles.get(&role)?)?;
+    let text = scalar_text(value)?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// The answers in `extra` but those whose roles are in `shown` (their fields hold them), as
+/// `(label, text)` lines in `extra`'s order: a list as its items joined by `, `, a choice
+/// (`{"label": ..}`, `{"labels": [..], "other": ..}`) as its labels, any other object as one
+/// line per member (`hidden.utm_source`), blank answers left out.
+pub fn other_answers(lead: &Lead, shown: &[Role]) -> Vec<(String, String)> {
+    let hidden: Vec<&String> = shown.iter().filter_map(|role| lead.roles.get(role)).collect();
+    let mut lines = Vec::new();
+    for (key, value) in lead.extra.iter().filter(|(key, _)| !hidden.contains(key)) {
+        push_lines(&mut lines, key.clone(), value);
+    }
+    lines
+}
+
+/// `lines` as the block that ends a record's notes: [`OTHER_ANSWERS`], then `label: text` per
+/// line; empty when there are none.
+pub fn answers_block(lines: &[(String, String)]) -> String {
+    let mut block = String::new();
+    if lines.is_empty() {
+        return block;
+    }
+    block.push_str(OTHER_ANSWERS);
+    for (label, text) in lines {
+        block.push('\n');
+        block.push_str(label);
+        block.push_str(": ");
+        block.push_str(text);
+    }
+    block
+}
+
+/// `message` and `block` as a record's notes: the message, a blank line, the block; either alone
+/// when the other is empty.
+pub fn notes(message: &str, block: &str) -> String {
+    match (message.is_empty(), block.is_empty()) {
+        (_, true) => message.to_owned(),
+        (true, false) => block.to_owned(),
+        (false, false) => alloc::format!("{message}\n\n{block}"),
+    }
+}
+
+fn push_lines(lines: &mut Vec<(String, String)>, label: String, value: &Json) {
+    match value {
+        // A choice as Typeform sends it: the option's label (or labels), and the text of an
+        // "Other" choice, rather than its IDs.
+        Json::Object(members) if members.contains_key("label") || members.contains_key("labels") => {
+            let chosen = [members.get("label"), members.get("labels"), members.get("other")];
+            let mut items = Vec::new();
+            for value in chosen.into_iter().flatten() {
+                match value {
+                    Json::Array(more) => items.extend(more.iter().cloned()),
+                    value => items.push(value.clone()),
+                }
+            }
+            push_lines(lines, label, &Json::Array(items));
+        }
+        Json::Object(members) => {
+            for (member, value) in members {
+                push_lines(lines, alloc::format!("{label}.{member}"), value);
+            }
+        }
+        Json::Array(items) => {
+            let texts: Vec<String> = items.iter().map(item_text).filter(|t| !t.trim().is_empty()).collect();
+            if !texts.is_empty() {
+                lines.push((label, texts.join(", ")));
+            }
+        }
+        value => {
+            if let Some(text) = scalar_text(value).filter(|t| !t.trim().is_empty()) {
+                lines.push((label, text));
+            }
+        }
+    }
+}
+
+/// An item of a list as text: a scalar's text, anything else as JSON.
+fn item_text(item: &Json) -> String {
+    scalar_text(item).unwrap_or_else(|| item.to_text())
+}
+
+/// A string as it is; a number or a boolean as its JSON text; `None` for anything else.
+fn scalar_text(value: &Json) -> Option<String> {
+    match value {
+        Json::String(text) => Some(text.clone()),
+        Json::Number(_) | Json::Bool(_) => Some(value.to_text()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+    use alloc::collections::BTreeMap;
+    use alloc::vec;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn lead(name: &str, extra: &str, roles: &[(Role, &str)]) -> Lead {
+        let Json::Object(extra) = parse(extra.as_bytes()).unwrap() else { panic!("an object") };
+        let roles: BTreeMap<Role, String> = roles.iter().map(|(r, k)| (*r, String::from(*k))).collect();
+        Lead { name: name.into(), extra, roles, ..Lead::default() }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn names_split_at_the_last_space_unless_the_form_asked_the_parts() {
+        let split = |name: &str| name_parts(&lead(name, "{}", &[]));
+        assert_eq!(split("Ada King Lovelace"), ("Ada King".into(), "Lovelace".into()));
+        assert_eq!(split("  Cher "), ("Cher".into(), "".into()));
+        assert_eq!(split("Ada  \tLovelace"), ("Ada".into(), "Lovelace".into()));
+        assert_eq!(split(""), ("".into(), "".into()));
+        let parts =
+            lead("Ada Lovelace", r#"{"F":" Ada ","L":"Lovelace"}"#, &[(Role::FirstName, "F"), (Role::LastName, "L")]);
+        assert_eq!(name_parts(&parts), ("Ada".into(), "Lovelace".into()));
+        let only_first = lead("Ada", r#"{"F":"Ada"}"#, &[(Role::FirstName, "F")]);
+        assert_eq!(name_parts(&only_first), ("Ada".into(), "".into()), "a first name is never the last name");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn every_answer_no_field_holds_is_a_line_of_the_block() {
+        let lead = lead(
+            "",
+            r#"{"Company":"Acme","Consent":true,"Size":50,"Topics":["A","B",""],"empty":" ","none":null,
+                "hidden":{"utm_source":"news","utm_campaign":"fall"},"Phone":"+1 555",
+                "Size2":{"id":"x","label":"11-50","ref":"r"},"Where":{"labels":["A"],"other":"Mars"}}"#,
+            &[(Role::Company, "Company"), (Role::Phone, "Phone")],
+        );
+        assert_eq!(role_text(&lead, Role::Company).as_deref(), Some("Acme"));
+        assert_eq!(role_text(&lead, Role::LastName), None);
+        let lines = other_answers(&lead, &[Role::Company]);
+        let text = |l: &[(String, String)]| l.iter().map(|(a, b)| alloc::format!("{a}={b}")).collect::<Vec<_>>();
+        assert_eq!(
+            text(&lines),
+            vec![
+                "Consent=true",
+                "Phone=+1 555",
+                "Size=50",
+                "Size2=11-50",
+                "Topics=A, B",
+                "Where=A, Mars",
+                "hidden.utm_campaign=fall",
+                "hidden.utm_source=news"
+            ]
+        );
+        assert_eq!(answers_block(&lines[..2]), "Other answers:\nConsent: true\nPhone: +1 555");
+        assert_eq!(answers_block(&[]), "");
+        assert_eq!(notes("Hi", "B"), "Hi\n\nB");
+        assert_eq!(notes("", "B"), "B");
+        assert_eq!(notes("Hi", ""), "Hi");
+    }
+}
