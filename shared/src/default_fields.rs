@@ -151,6 +151,8 @@ mod tests {
         assert_eq!(name_parts(&parts), ("Ada".into(), "Lovelace".into()));
         let only_first = lead("Ada", r#"{"F":"Ada"}"#, &[(Role::FirstName, "F")]);
         assert_eq!(name_parts(&only_first), ("Ada".into(), "".into()), "a first name is never the last name");
+        let only_last = lead("Lovelace", r#"{"L":"Lovelace"}"#, &[(Role::LastName, "L")]);
+        assert_eq!(name_parts(&only_last), ("".into(), "Lovelace".into()), "a last name is never the first name");
     }
 
     #[wasm_bindgen_test(unsupported = test)]

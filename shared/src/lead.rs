@@ -347,6 +347,33 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn labels_give_answers_their_roles_and_only_text_or_numbers_take_them() {
+        for (text, role) in [
+            ("First name", Some(Role::FirstName)),
+            ("given_name", Some(Role::FirstName)),
+            ("SURNAME", Some(Role::LastName)),
+            ("Family-name", Some(Role::LastName)),
+            ("Company name", Some(Role::Company)),
+            ("organisation", Some(Role::Company)),
+            ("Phone number", Some(Role::Phone)),
+            ("mobile", Some(Role::Phone)),
+            ("Name", None),
+            ("Company size", None),
+        ] {
+            assert_eq!(role_of_label(text), role, "{text}");
+        }
+        let Json::Object(fields) =
+            parse(br#"{"Company":["x"],"company_name":"Acme","Phone":12025550123,"tel":"1","Mobile":"2"}"#).unwrap()
+        else {
+            panic!("an object")
+        };
+        let lead = object_lead("k".into(), &fields, &[]);
+        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        assert_eq!(roles, [(Role::Company, "company_name"), (Role::Phone, "Mobile")], "a list is no company");
+        assert_eq!(lead.extra.len(), 5, "every answer stays in extra");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn lead_json() {
         let lead = lead_from_receipt_default(&receipt(include_str!("../tests/fixtures/delivery.json"))).unwrap();
         assert_eq!(

@@ -124,6 +124,8 @@ async fn hubspot_without_a_mapping_every_answer_is_in_the_contact_or_the_ticket_
 async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
     let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
     let sink = Sink::connect(&standin.sink_config()).await.unwrap();
+    // The start-up check, as the worker runs it: it finds Phone writable.
+    sink.check_configuration().await.unwrap();
     let leads = leads("sf");
     for _replay in 0..2 {
         for (_, lead) in &leads {
@@ -132,6 +134,21 @@ async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
     }
     let state = standin.state.lock().unwrap();
     assert_eq!(state.leads.len(), 3, "one Lead per submission, replays included");
+    drop(state);
+    // Field-level security that hides Phone from the integration user: the start-up check sees
+    // it, and the phone goes to Description rather than refusing every Lead with one.
+    let hidden = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
+    hidden.state.lock().unwrap().hidden_fields.insert("Phone");
+    let hidden_sink = Sink::connect(&hidden.sink_config()).await.unwrap();
+    hidden_sink.check_configuration().await.unwrap();
+    for (profile, lead) in &leads {
+        hidden_sink.upsert(lead, "k").await.unwrap();
+        let record = hidden.state.lock().unwrap().leads[&lead.external_id].clone();
+        assert_eq!(record.get("Phone"), None, "{profile:?}");
+        let description = record["Description"].as_str().unwrap();
+        assert!(description.contains(": +44") && description.contains("7946"), "{profile:?}: {description}");
+    }
+    let state = standin.state.lock().unwrap();
     for (profile, lead) in &leads {
         let record: &Value = &state.leads[&lead.external_id];
         for (field, value) in [

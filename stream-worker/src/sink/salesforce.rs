@@ -65,8 +65,18 @@ impl Salesforce {
         let fields = description["fields"].as_array().cloned().unwrap_or_default();
         // Field API names compare without case, as Salesforce does.
         let named = |f: &&serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(field));
-        check_field(field, fields.iter().find(named))
+        check_field(field, fields.iter().find(named))?;
+        self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
+}
+
+/// Whether the describe's `fields` show `name` as a field the integration user may set on a new
+/// Lead and on an existing one (`createable` and `updateable`). Field-level security hides a
+/// field from the describe of a user who may not see it.
+pub fn writable(fields: &[serde_json::Value], name: &str) -> bool {
+    let yes = |f: &serde_json::Value, property: &str| f[property] == serde_json::Value::Bool(true);
+    fields.iter().any(|f| f["name"].as_str() == Some(name) && yes(f, "createable") && yes(f, "updateable"))
 }
 
 /// The external ID field's description, judged: it must exist on Lead, be an External ID, and
@@ -126,7 +136,7 @@ impl LeadSink for Salesforce {
         // Submission IDs may hold any other character but controls: one path segment,
         // percent-encoded.
         let segment = path_segment(&id);
-        let mut fields = fields(lead);
+        let mut fields = fields(lead, self.phone_writable());
         // A new token at most once per record, whatever else is tried again.
         let (mut fresh, mut refreshed) = (false, false);
         loop {
@@ -232,5 +242,15 @@ mod tests {
             check_field("Sub__c", None),
             Err(CheckError::Wrong("SALESFORCE_EXTERNAL_ID_FIELD: Lead has no field \"Sub__c\"".into()))
         );
+    }
+
+    #[test]
+    fn phone_is_written_only_when_the_describe_shows_it_createable_and_updateable() {
+        let field = |createable: bool, updateable: bool| json!({"name": "Phone", "createable": createable, "updateable": updateable});
+        assert!(writable(&[json!({"name": "Email"}), field(true, true)], "Phone"));
+        for (c, u) in [(true, false), (false, true), (false, false)] {
+            assert!(!writable(&[field(c, u)], "Phone"), "createable {c}, updateable {u}");
+        }
+        assert!(!writable(&[json!({"name": "Email", "createable": true, "updateable": true})], "Phone"), "hidden");
     }
 }

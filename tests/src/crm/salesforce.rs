@@ -10,6 +10,8 @@
 //! Help "Email Address Format Technical Standards Validation", "Standard Lead Duplicate Rule";
 //! Object Reference "Custom Fields"):
 //! - lengths in UTF-16 code units (`STRING_TOO_LONG`), `LastName` and `Company` required;
+//! - field-level security (`hidden_fields`): a field the integration user may not see is not in
+//!   its describe and is no column for it (`INVALID_FIELD`);
 //! - the email format (`INVALID_EMAIL_ADDRESS`): one `@`, a local part not starting with `.`,
 //!   a domain of letters, digits, `-` and single dots, ASCII only (no EAI); stored lowercase;
 //! - the standard Lead duplicate rule (`duplicate_rule`, on by default with its Alert action):
@@ -86,6 +88,9 @@ pub struct SalesforceState {
     pub locked: BTreeSet<String>,
     /// Every upsert is refused with this code, as the org's setup would refuse it.
     pub org_refusal: Option<&'static str>,
+    /// Lead fields field-level security hides from the integration user: left out of its
+    /// describe, and `INVALID_FIELD` when an upsert names one (no such column, for that user).
+    pub hidden_fields: BTreeSet<&'static str>,
     /// Addresses the org refuses beyond the format (`INVALID_EMAIL_ADDRESS`), lowercase.
     pub refused_emails: BTreeSet<String>,
     /// Leads that were converted: an update is `CANNOT_UPDATE_CONVERTED_LEAD`.
@@ -276,7 +281,10 @@ fn serve_api(
     if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
         let mut fields: Vec<Value> = LEAD_FIELDS
             .iter()
-            .map(|(name, length)| json!({"name": name, "externalId": false, "length": length}))
+            .filter(|(name, _)| !state.hidden_fields.contains(name))
+            .map(|(name, length)| {
+                json!({"name": name, "externalId": false, "length": length, "createable": true, "updateable": true})
+            })
             .collect();
         fields.push(json!({
             "name": field, "externalId": !state.field_not_external, "unique": !state.field_not_unique,
@@ -479,7 +487,8 @@ fn validate(state: &SalesforceState, body: &Value) -> Result<Value, StubResponse
     // spells it; a name no field has is INVALID_FIELD.
     let mut fields = json!({});
     for (name, value) in body.as_object().cloned().unwrap_or_default() {
-        let Some((known, max)) = LEAD_FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(&name)) else {
+        let visible = |f: &&(&str, usize)| f.0.eq_ignore_ascii_case(&name) && !state.hidden_fields.contains(f.0);
+        let Some((known, max)) = LEAD_FIELDS.iter().find(visible) else {
             return Err(StubResponse::json(
                 400,
                 json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),

@@ -2,6 +2,7 @@
 //! credentials login), the API allocation it keeps within, the one PATCH every upsert sends,
 //! and what an upsert's answer means. Below the collections ([`super::batch`]) and the sink.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{limits, refusals};
@@ -24,6 +25,9 @@ pub struct Salesforce {
     pub(super) allocation: Mutex<limits::Allocation>,
     /// The current access token and the instance URL it is for.
     pub(super) session: Mutex<Option<Session>>,
+    /// Whether the start-up check saw that the integration user may write the Lead's `Phone`
+    /// (until it has, a phone goes to `Description`).
+    pub(super) phone: AtomicBool,
 }
 
 /// What the token request needs.
@@ -44,7 +48,20 @@ impl Salesforce {
     pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
         let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
         let collection_path = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
-        Salesforce { client, login, path, collection_path, allocation: Mutex::default(), session: Mutex::new(None) }
+        Salesforce {
+            client,
+            login,
+            path,
+            collection_path,
+            allocation: Mutex::default(),
+            session: Mutex::new(None),
+            phone: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the Lead's `Phone` is written ([`Salesforce::phone`]).
+    pub(super) fn phone_writable(&self) -> bool {
+        self.phone.load(Ordering::Relaxed)
     }
 
     /// The external ID field's API name (the path's last segment).

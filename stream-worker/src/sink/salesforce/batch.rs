@@ -21,9 +21,9 @@ pub const BATCH_SIZE: usize = 200;
 
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
-/// `lead` as a collection record: its fields, its type and the external ID.
-pub fn record(lead: &Lead, field: &str) -> Value {
-    with_id(fields(lead), lead, field)
+/// `lead` as a collection record: its fields ([`fields`]), its type and the external ID.
+pub fn record(lead: &Lead, field: &str, phone_writable: bool) -> Value {
+    with_id(fields(lead, phone_writable), lead, field)
 }
 
 fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
@@ -80,7 +80,8 @@ impl Salesforce {
     /// Upserts `items`' Leads ([`BATCH_SIZE`] at most): one result per item, in their order.
     pub async fn upsert_collection(&self, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
         let field = self.field().to_owned();
-        let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field)).collect();
+        let phone = self.phone_writable();
+        let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field, phone)).collect();
         let mut results = vec![Err(UNEXPECTED); items.len()];
         let mut sending: Vec<usize> = (0..items.len()).collect();
         // A new token at most once for the whole collection, as for a single record, whatever
@@ -109,7 +110,7 @@ impl Salesforce {
                     Outcome::Saved(result) => results[i] = result,
                     Outcome::EmailRefused => {
                         let lead = items[i].lead;
-                        records[i] = with_id(lead::without_email(lead, fields(lead)), lead, &field);
+                        records[i] = with_id(lead::without_email(lead, fields(lead, phone)), lead, &field);
                         again.push(i);
                     }
                 }
@@ -160,7 +161,7 @@ mod tests {
             extra: Default::default(),
             roles: Default::default(),
         };
-        let record = record(&lead, "F__c");
+        let record = record(&lead, "F__c", true);
         assert_eq!((record["attributes"]["type"].as_str(), record["F__c"].as_str()), (Some("Lead"), Some("sub_1")));
     }
 

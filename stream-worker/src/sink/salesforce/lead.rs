@@ -29,16 +29,19 @@ pub const CUT_NOTE: &str = "\n[cut: the rest did not fit in Description]";
 /// in `Description` with every other answer after it. `LastName` and `Company` are required by
 /// Salesforce.
 ///
-/// Each value fits its field's length, since one value over its field refuses the whole Lead;
-/// a phone that does not fit, or a company that had to be cut, is kept whole in `Description`.
+/// `Phone` only when `phone_writable` (the start-up check saw the integration user may write it:
+/// an org's field-level security that hides it would refuse every Lead with a phone);
+/// otherwise the phone is in `Description`. Each value fits its field's length, since one value
+/// over its field refuses the whole Lead; a phone that does not fit, or a company that had to
+/// be cut, is kept whole in `Description`.
 /// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
 /// end of `Description` instead ([`without_email`]).
-pub fn fields(lead: &Lead) -> serde_json::Value {
+pub fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
     let (first, last) = name_parts(lead);
     // A blank optional input arrives as "" or spaces: Salesforce reads that as no value and
     // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt (`role_text` is never blank).
     let company = role_text(lead, Role::Company);
-    let phone = role_text(lead, Role::Phone).filter(|p| p.encode_utf16().count() <= length("Phone"));
+    let phone = role_text(lead, Role::Phone).filter(|p| phone_writable && p.encode_utf16().count() <= length("Phone"));
     let mut shown = vec![Role::FirstName, Role::LastName];
     if company.as_ref().is_some_and(|c| c.encode_utf16().count() <= length("Company")) {
         shown.push(Role::Company);
@@ -208,27 +211,34 @@ mod tests {
 
     #[test]
     fn phone_company_and_every_other_answer_reach_the_lead() {
-        let f = fields(&lead_with(
-            r#"{"Company":"Acme","Phone":"+44 20 7946 0000","Size":"11-50","Consent":true,"Topics":["A","B"]}"#,
-        ));
+        let f = fields(
+            &lead_with(
+                r#"{"Company":"Acme","Phone":"+44 20 7946 0000","Size":"11-50","Consent":true,"Topics":["A","B"]}"#,
+            ),
+            true,
+        );
         assert_eq!((&f["Company"], &f["Phone"]), (&json!("Acme"), &json!("+44 20 7946 0000")));
         assert_eq!(f["Description"], "Hello\n\nOther answers:\nConsent: true\nSize: 11-50\nTopics: A, B");
         // The form's own name parts win over the split name.
-        let parts = fields(&lead_with(r#"{"First name":"Ada King","Last name":"Lovelace"}"#));
+        let parts = fields(&lead_with(r#"{"First name":"Ada King","Last name":"Lovelace"}"#), true);
         assert_eq!(
             (&parts["FirstName"], &parts["LastName"], &parts["Description"]),
             (&json!("Ada King"), &json!("Lovelace"), &json!("Hello"))
         );
-        let first_only = fields(&lead_with(r#"{"First name":"Ada"}"#));
+        let first_only = fields(&lead_with(r#"{"First name":"Ada"}"#), true);
         assert_eq!((&first_only["FirstName"], &first_only["LastName"]), (&json!("Ada"), &json!(NOT_PROVIDED)));
+        // A phone the integration user may not write is in the description.
+        let hidden = fields(&lead_with(r#"{"Phone":"+44 20 7946 0000"}"#), false);
+        assert_eq!(hidden.get("Phone"), None);
+        assert_eq!(hidden["Description"], "Hello\n\nOther answers:\nPhone: +44 20 7946 0000");
         // A phone over 40 units costs the field only: kept whole in the description.
         let long = "1".repeat(41);
-        let f = fields(&lead_with(&format!(r#"{{"phone":"{long}"}}"#)));
+        let f = fields(&lead_with(&format!(r#"{{"phone":"{long}"}}"#)), true);
         assert_eq!(f.get("Phone"), None);
         assert_eq!(f["Description"], format!("Hello\n\nOther answers:\nphone: {long}"));
         // A company cut to fit is whole in the description too.
         let company = "c".repeat(256);
-        let f = fields(&lead_with(&format!(r#"{{"company":"{company}"}}"#)));
+        let f = fields(&lead_with(&format!(r#"{{"company":"{company}"}}"#)), true);
         assert_eq!(f["Description"], format!("Hello\n\nOther answers:\ncompany: {company}"));
     }
 
@@ -236,7 +246,7 @@ mod tests {
     fn a_description_too_long_is_cut_from_the_end_and_says_so() {
         let mut lead = lead_with(&format!(r#"{{"notes":"{}"}}"#, "n".repeat(40_000)));
         lead.email = String::from("ada@exa_mple.com");
-        let f = fields(&lead);
+        let f = fields(&lead, true);
         let description = f["Description"].as_str().unwrap();
         assert!(description.starts_with("Hello\n\nOther answers:\nnotes: nnn"));
         assert!(description.ends_with(&format!("…{CUT_NOTE}\n\n(email as submitted: ada@exa_mple.com)")));
@@ -253,30 +263,30 @@ mod tests {
     #[test]
     fn a_lead_maps_to_the_lead_object_s_fields() {
         // The last space splits the name: a family name is one word, given names may be several.
-        let all = fields(&lead("Ada King Lovelace", " ada@example.com ", Some("Analytical Engines")));
+        let all = fields(&lead("Ada King Lovelace", " ada@example.com ", Some("Analytical Engines")), true);
         assert_eq!(
             all,
             json!({"FirstName": "Ada King", "LastName": "Lovelace", "Company": "Analytical Engines",
                    "Description": "Hello", "Email": "ada@example.com"})
         );
         // One word is the first name; LastName and Company are required, so never empty.
-        let one = fields(&lead("Cher", "", None));
+        let one = fields(&lead("Cher", "", None), true);
         assert_eq!(
             (&one["FirstName"], &one["LastName"], &one["Company"]),
             (&json!("Cher"), &json!(NOT_PROVIDED), &json!(NOT_PROVIDED))
         );
         assert_eq!(one.get("Email"), None);
         assert_eq!(one["Description"], "Hello", "no email, no note");
-        assert_eq!(fields(&lead("", "", None))["LastName"], NOT_PROVIDED);
+        assert_eq!(fields(&lead("", "", None), true)["LastName"], NOT_PROVIDED);
         // A blank company (an optional input left empty) is no company: required, so filled.
         for blank in ["", "   "] {
-            assert_eq!(fields(&lead("Ada Lovelace", "", Some(blank)))["Company"], NOT_PROVIDED, "{blank:?}");
+            assert_eq!(fields(&lead("Ada Lovelace", "", Some(blank)), true)["Company"], NOT_PROVIDED, "{blank:?}");
         }
-        assert_eq!(fields(&lead("Ada \t", "", None))["FirstName"], "Ada", "a name ending in spaces");
-        assert_eq!(fields(&lead(" \t ", "", None))["LastName"], NOT_PROVIDED, "a name of spaces");
-        assert_eq!(fields(&lead("Ada  King", "", None))["FirstName"], "Ada");
+        assert_eq!(fields(&lead("Ada \t", "", None), true)["FirstName"], "Ada", "a name ending in spaces");
+        assert_eq!(fields(&lead(" \t ", "", None), true)["LastName"], NOT_PROVIDED, "a name of spaces");
+        assert_eq!(fields(&lead("Ada  King", "", None), true)["FirstName"], "Ada");
         // Each value within its field's length.
-        let long = fields(&lead(&format!("{} {}", "f".repeat(50), "l".repeat(90)), "", Some(&"c".repeat(300))));
+        let long = fields(&lead(&format!("{} {}", "f".repeat(50), "l".repeat(90)), "", Some(&"c".repeat(300))), true);
         let units = |v: &serde_json::Value| v.as_str().unwrap().encode_utf16().count();
         assert_eq!((units(&long["FirstName"]), units(&long["LastName"]), units(&long["Company"])), (40, 80, 255));
     }
@@ -285,7 +295,7 @@ mod tests {
     fn lengths_are_utf16_code_units_as_salesforce_counts_them() {
         // 30 emoji: 30 characters, 60 code units; FirstName holds 40 units.
         let emoji = "😀".repeat(30);
-        let f = fields(&lead(&format!("{emoji} {emoji}"), "", Some(&"😀".repeat(200))));
+        let f = fields(&lead(&format!("{emoji} {emoji}"), "", Some(&"😀".repeat(200))), true);
         for (field, max) in [("FirstName", 40), ("LastName", 80), ("Company", 255)] {
             let value = f[field].as_str().unwrap();
             assert!(value.encode_utf16().count() <= max, "{field}: {}", value.encode_utf16().count());
@@ -294,7 +304,7 @@ mod tests {
         assert_eq!(f["LastName"], emoji, "60 units fit in 80");
         let mut long = lead("A B", "ada@example.com", None);
         long.message = "😀".repeat(16_001);
-        assert!(fields(&long)["Description"].as_str().unwrap().encode_utf16().count() <= 32_000);
+        assert!(fields(&long, true)["Description"].as_str().unwrap().encode_utf16().count() <= 32_000);
     }
 
     #[test]
@@ -344,7 +354,7 @@ mod tests {
             "ada@[127.0.0.1]",
         ] {
             assert!(!email_accepted(bad), "{bad}");
-            let f = fields(&lead("A B", bad, None));
+            let f = fields(&lead("A B", bad, None), true);
             assert_eq!(f.get("Email"), None, "{bad}");
             assert_eq!(f["Description"], format!("Hello\n\n(email as submitted: {bad})"), "{bad}");
         }
@@ -354,7 +364,7 @@ mod tests {
     fn without_email_keeps_the_address_whole_after_a_cut_message() {
         let mut long = lead("A B", "ada@example.com", None);
         long.message = "m".repeat(40_000);
-        let f = without_email(&long, fields(&long));
+        let f = without_email(&long, fields(&long, true));
         let description = f["Description"].as_str().unwrap();
         assert_eq!(f.get("Email"), None);
         assert!(
