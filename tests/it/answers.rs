@@ -132,9 +132,7 @@ async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
             sink.upsert(lead, "k").await.unwrap();
         }
     }
-    let state = standin.state.lock().unwrap();
-    assert_eq!(state.leads.len(), 3, "one Lead per submission, replays included");
-    drop(state);
+    assert_eq!(standin.state.lock().unwrap().leads.len(), 3, "one Lead per submission, replays included");
     // Field-level security that hides Phone from the integration user: the start-up check sees
     // it, and the phone goes to Description rather than refusing every Lead with one.
     let hidden = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
