@@ -9,18 +9,22 @@ use alloc::vec::Vec;
 use crate::json::Json;
 use crate::lead::{Lead, Role};
 
+/// The fields a form's CAPTCHA adds (reCAPTCHA, hCaptcha, Cloudflare Turnstile): a token the
+/// visitor never typed, hundreds of characters long.
+pub const CAPTCHA_TOKENS: [&str; 3] = ["g-recaptcha-response", "h-captcha-response", "cf-turnstile-response"];
+
 /// The heading of the block of answers no field holds, at the end of a record's notes.
 pub const OTHER_ANSWERS: &str = "Other answers:";
 
-/// The lead's first and last names: the answers asked on their own when the form had them
-/// (either may then be empty), else the name split at its last space (a family name is one
+/// The lead's first and last names: the answers asked on their own when the form had them and
+/// either is not blank (the other may then be empty), else the name split at its last space (a family name is one
 /// word; given names may be several), trimmed, so `Ada King Lovelace` is `Ada King` and
 /// `Lovelace`, and one word is the first name (what a visitor asked for a name most often types;
 /// a later submission with it never blanks a contact's last name).
 pub fn name_parts(lead: &Lead) -> (String, String) {
-    if lead.roles.contains_key(&Role::FirstName) || lead.roles.contains_key(&Role::LastName) {
-        let part = |role| role_text(lead, role).unwrap_or_default();
-        return (part(Role::FirstName), part(Role::LastName));
+    let (first, last) = (role_text(lead, Role::FirstName), role_text(lead, Role::LastName));
+    if first.is_some() || last.is_some() {
+        return (first.unwrap_or_default(), last.unwrap_or_default());
     }
     let name = lead.name.trim();
     match name.rsplit_once(char::is_whitespace) {
@@ -38,13 +42,15 @@ pub fn role_text(lead: &Lead, role: Role) -> Option<String> {
 }
 
 /// The answers in `extra` but those whose roles are in `shown` (their fields hold them), as
-/// `(label, text)` lines in `extra`'s order: a list as its items joined by `, `, a choice
-/// (`{"label": ..}`, `{"labels": [..], "other": ..}`) as its labels, any other object as one
+/// `(label, text)` lines in `extra`'s order (a CAPTCHA's token is no answer: left out): a list as its items joined by `, `, a choice
+/// (`{"label": ..}`, `{"labels": [..], "other": ..}`, with only the option's IDs and refs beside)
+/// as its labels, any other object as one
 /// line per member (`hidden.utm_source`), blank answers left out.
 pub fn other_answers(lead: &Lead, shown: &[Role]) -> Vec<(String, String)> {
-    let hidden: Vec<&String> = shown.iter().filter_map(|role| lead.roles.get(role)).collect();
+    let in_fields: Vec<&String> = shown.iter().filter_map(|role| lead.roles.get(role)).collect();
     let mut lines = Vec::new();
-    for (key, value) in lead.extra.iter().filter(|(key, _)| !hidden.contains(key)) {
+    let answer = |key: &String| !in_fields.contains(&key) && !CAPTCHA_TOKENS.contains(&key.as_str());
+    for (key, value) in lead.extra.iter().filter(|(key, _)| answer(key)) {
         push_lines(&mut lines, key.clone(), value);
     }
     lines
@@ -81,7 +87,7 @@ fn push_lines(lines: &mut Vec<(String, String)>, label: String, value: &Json) {
     match value {
         // A choice as Typeform sends it: the option's label (or labels), and the text of an
         // "Other" choice, rather than its IDs.
-        Json::Object(members) if members.contains_key("label") || members.contains_key("labels") => {
+        Json::Object(members) if is_choice(members) => {
             let chosen = [members.get("label"), members.get("labels"), members.get("other")];
             let mut items = Vec::new();
             for value in chosen.into_iter().flatten() {
@@ -109,6 +115,14 @@ fn push_lines(lines: &mut Vec<(String, String)>, label: String, value: &Json) {
             }
         }
     }
+}
+
+/// Whether an object is a choice as Typeform sends it: a `label` or `labels`, beside nothing but
+/// the option's `id`/`ids`, `ref`/`refs` and an "Other" choice's `other`.
+fn is_choice(members: &alloc::collections::BTreeMap<String, Json>) -> bool {
+    let known = ["label", "labels", "id", "ids", "ref", "refs", "other"];
+    (members.contains_key("label") || members.contains_key("labels"))
+        && members.keys().all(|k| known.contains(&k.as_str()))
 }
 
 /// An item of a list as text: a scalar's text, anything else as JSON.
@@ -151,6 +165,8 @@ mod tests {
         assert_eq!(name_parts(&parts), ("Ada".into(), "Lovelace".into()));
         let only_first = lead("Ada", r#"{"F":"Ada"}"#, &[(Role::FirstName, "F")]);
         assert_eq!(name_parts(&only_first), ("Ada".into(), "".into()), "a first name is never the last name");
+        let blank_parts = lead("Ada Lovelace", r#"{"F":" ","L":""}"#, &[(Role::FirstName, "F"), (Role::LastName, "L")]);
+        assert_eq!(name_parts(&blank_parts), ("Ada".into(), "Lovelace".into()), "blank parts: the name split");
         let only_last = lead("Lovelace", r#"{"L":"Lovelace"}"#, &[(Role::LastName, "L")]);
         assert_eq!(name_parts(&only_last), ("".into(), "Lovelace".into()), "a last name is never the first name");
     }
@@ -160,8 +176,10 @@ mod tests {
         let lead = lead(
             "",
             r#"{"Company":"Acme","Consent":true,"Size":50,"Topics":["A","B",""],"empty":" ","none":null,
+                "g-recaptcha-response":"03AGdBq2","cf-turnstile-response":"0.x","h-captcha-response":"P1_e",
                 "hidden":{"utm_source":"news","utm_campaign":"fall"},"Phone":"+1 555",
-                "Size2":{"id":"x","label":"11-50","ref":"r"},"Where":{"labels":["A"],"other":"Mars"}}"#,
+                "Size2":{"id":"x","label":"11-50","ref":"r"},"Where":{"labels":["A"],"other":"Mars"},
+                "Work":{"label":"Office","number":"12"}}"#,
             &[(Role::Company, "Company"), (Role::Phone, "Phone")],
         );
         assert_eq!(role_text(&lead, Role::Company).as_deref(), Some("Acme"));
@@ -177,6 +195,8 @@ mod tests {
                 "Size2=11-50",
                 "Topics=A, B",
                 "Where=A, Mars",
+                "Work.label=Office",
+                "Work.number=12",
                 "hidden.utm_campaign=fall",
                 "hidden.utm_source=news"
             ]

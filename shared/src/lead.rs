@@ -99,7 +99,7 @@ pub(crate) fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         extra,
         roles: BTreeMap::new(),
     };
-    find_roles(&mut lead);
+    complete(&mut lead);
     Ok(lead)
 }
 
@@ -166,24 +166,48 @@ impl Fields {
         self.lead.roles.entry(role).or_insert_with(|| String::from(key));
     }
 
-    /// The lead: the roles its answers' labels give ([`find_roles`]), and the name parts joined
-    /// as its name when no answer was the whole name.
-    pub(crate) fn finish(mut self) -> Lead {
-        find_roles(&mut self.lead);
-        if self.lead.name.is_empty() {
-            let part =
-                |role| self.lead.roles.get(&role).and_then(|key| self.lead.extra.get(key)).and_then(Json::as_str);
-            let parts = [part(Role::FirstName), part(Role::LastName)];
-            let joined: Vec<&str> = parts.into_iter().flatten().map(str::trim).filter(|p| !p.is_empty()).collect();
-            self.lead.name = joined.join(" ");
+    /// Puts `value` in `extra` under `key`, with `role` when it has one, unless an answer is
+    /// there under that key already (the first one stays).
+    pub(crate) fn keep(&mut self, key: &str, value: Json, role: Option<Role>) {
+        if self.lead.extra.contains_key(key) {
+            return;
         }
+        self.lead.extra.insert(String::from(key), value);
+        if let Some(role) = role {
+            self.role(role, key);
+        }
+    }
+
+    /// The lead, completed ([`complete`]).
+    pub(crate) fn finish(mut self) -> Lead {
+        complete(&mut self.lead);
         self.lead
     }
 }
 
+/// Completes a lead read from its answers: gives each role no answer has yet to the first
+/// answer in `extra` whose key is one of its labels ([`role_of_label`]) and whose value is text
+/// or a number, then, when no answer was the whole name, makes the first and last name parts
+/// joined the name.
+pub(crate) fn complete(lead: &mut Lead) {
+    for (key, value) in &lead.extra {
+        if let (Some(role), Json::String(_) | Json::Number(_)) = (role_of_label(key), value) {
+            lead.roles.entry(role).or_insert_with(|| key.clone());
+        }
+    }
+    if lead.name.is_empty() {
+        let part = |role| lead.roles.get(&role).and_then(|key| lead.extra.get(key)).map(|v| as_text(v.clone()));
+        let parts = [part(Role::FirstName), part(Role::LastName)];
+        let joined: Vec<String> =
+            parts.into_iter().flatten().map(|p| String::from(p.trim())).filter(|p| !p.is_empty()).collect();
+        lead.name = joined.join(" ");
+    }
+}
+
 /// The role an answer's label gives it, compared as [`label`] does (any case, spacing and
-/// punctuation): `First name`, `Given name`; `Last name`, `Surname`, `Family name`; `Company`,
-/// `Company name`, `Organisation`; `Phone`, `Phone number`, `Telephone`, `Mobile`.
+/// punctuation): `First name`, `Given name`, `Forename`; `Last name`, `Surname`, `Family name`;
+/// `Company`, `Company name`, `Organisation`, `Organization`; `Phone`, `Phone number`,
+/// `Telephone`, `Telephone number`, `Mobile`, `Mobile phone`, `Mobile number`.
 pub fn role_of_label(text: &str) -> Option<Role> {
     match label(text).as_str() {
         "firstname" | "givenname" | "forename" => Some(Role::FirstName),
@@ -193,16 +217,6 @@ pub fn role_of_label(text: &str) -> Option<Role> {
             Some(Role::Phone)
         }
         _ => None,
-    }
-}
-
-/// Gives each role no answer has yet to the first answer in `extra` whose key is one of its
-/// labels ([`role_of_label`]) and whose value is text or a number.
-pub(crate) fn find_roles(lead: &mut Lead) {
-    for (key, value) in &lead.extra {
-        if let (Some(role), Json::String(_) | Json::Number(_)) = (role_of_label(key), value) {
-            lead.roles.entry(role).or_insert_with(|| key.clone());
-        }
     }
 }
 
@@ -371,6 +385,26 @@ mod tests {
         let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
         assert_eq!(roles, [(Role::Company, "company_name"), (Role::Phone, "Mobile")], "a list is no company");
         assert_eq!(lead.extra.len(), 5, "every answer stays in extra");
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_static_forms_lead_s_answers_take_roles_and_its_name_parts_make_the_name() {
+        let body = r#"{"event":"form.submitted","data":{"submissionId":"s","formData":{"email":"a@x",
+            "firstName":"Ada","lastName":" Lovelace ","company":"Acme","Phone":"+1 555","companySize":"11-50"}}}"#;
+        let lead = lead_from_receipt_default(&receipt(body)).unwrap();
+        assert_eq!(lead.name, "Ada Lovelace");
+        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        assert_eq!(
+            roles,
+            [
+                (Role::FirstName, "firstName"),
+                (Role::LastName, "lastName"),
+                (Role::Company, "company"),
+                (Role::Phone, "Phone")
+            ]
+        );
+        let named = r#"{"event":"form.submitted","data":{"submissionId":"s","formData":{"name":"Grace Hopper","firstName":"Ada"}}}"#;
+        assert_eq!(lead_from_receipt_default(&receipt(named)).unwrap().name, "Grace Hopper", "a whole name wins");
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -10,7 +10,8 @@
 //! [`auth`], [`envelope`], [`key`], [`fingerprint`], [`receipt`], [`put_item`]), then the
 //! store's answer through [`store::classify_put`] and [`receive::PendingPut::finish`] to a
 //! [`decision::Outcome`], whose [`decision::Outcome::response`] is the decision table.
-//! Downstream, [`lead`] maps receipts to leads; [`log`] is the one log record per request.
+//! Downstream, [`lead`] maps receipts to leads and [`default_fields`] leads to a CRM's standard
+//! fields and notes; [`log`] is the one log record per request.
 
 #![no_std]
 #![warn(missing_docs)]

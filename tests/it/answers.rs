@@ -10,7 +10,7 @@ use shared::lead::Lead;
 use shared::profile::registry::{lead_from_receipt, LeadMapping};
 use shared::profile::Profile;
 use shared::receipt::Receipt;
-use stream_worker::sink::{LeadSink, Sink};
+use stream_worker::sink::{BatchItem, LeadSink, Sink};
 use tests::crm::{HubSpotStandIn, SalesforceStandIn};
 
 const ID_PROPERTY: &str = "static_forms_submission_id";
@@ -114,10 +114,39 @@ async fn hubspot_without_a_mapping_every_answer_is_in_the_contact_or_the_ticket_
         let (_, ticket) = &state.tickets[&lead.external_id];
         let content = ticket["content"].as_str().unwrap();
         assert_shows_every_other_value(*profile, content);
-        for standard in ["Lovelace", "Analytical Engines", "7946"] {
-            assert!(!content.contains(standard), "{profile:?}: {standard} is in the contact, not repeated: {content}");
-        }
+        // The ticket keeps what this submission said: company and phone too, never the name's
+        // parts (the subject has the name).
+        assert!(content.contains("Analytical Engines") && content.contains("7946"), "{profile:?}: {content}");
+        assert!(!content.contains("Lovelace"), "{profile:?}: {content}");
     }
+}
+
+#[tokio::test]
+async fn hubspot_a_phone_the_portal_s_validation_refuses_costs_the_phone_never_the_contact() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    standin.state.lock().unwrap().phone_validation = true;
+    let sink = Sink::connect(&standin.sink_config()).await.unwrap();
+    // A local number, not E.164: refused by the portal's rule.
+    let mut local = lead(Profile::Tally, &tally("r_local").replace("+442079460000", "020 7946 0000"));
+    sink.upsert(&local, "k").await.unwrap();
+    {
+        let state = standin.state.lock().unwrap();
+        let (ticket_id, ticket) = &state.tickets[&local.external_id];
+        let (contact_id, contact) = state.contacts.iter().next().unwrap();
+        assert_eq!(
+            (contact["email"].as_str(), contact["lastname"].as_str()),
+            (Some("ada@example.com"), Some("Lovelace"))
+        );
+        assert_eq!((contact.get("phone"), contact.get("company")), (None, None), "{contact}");
+        assert!(state.associations.contains(&(ticket_id.clone(), contact_id.clone())), "the ticket has its person");
+        assert!(ticket["content"].as_str().unwrap().contains("020 7946 0000"), "the phone is kept in the ticket");
+    }
+    // A phone the rule takes is written, as HubSpot stores it.
+    local.external_id = String::from("tally:r_e164");
+    local.extra.insert(String::from("Phone number"), shared::json::Json::String("+44 20 7946 0000".into()));
+    sink.upsert(&local, "k").await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.contacts.values().next().unwrap()["phone"], "+442079460000");
 }
 
 #[tokio::test]
@@ -139,8 +168,12 @@ async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
     hidden.state.lock().unwrap().hidden_fields.insert("Phone");
     let hidden_sink = Sink::connect(&hidden.sink_config()).await.unwrap();
     hidden_sink.check_configuration().await.unwrap();
+    // A stream batch goes as one collection, the path every batch takes.
+    let items: Vec<BatchItem> = leads.iter().map(|(_, lead)| BatchItem { lead, receipt_key: "k" }).collect();
+    for result in hidden_sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
     for (profile, lead) in &leads {
-        hidden_sink.upsert(lead, "k").await.unwrap();
         let record = hidden.state.lock().unwrap().leads[&lead.external_id].clone();
         assert_eq!(record.get("Phone"), None, "{profile:?}");
         let description = record["Description"].as_str().unwrap();
@@ -158,6 +191,10 @@ async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
             assert_eq!(record[field], value, "{profile:?}: {record}");
         }
         assert!(record["Phone"].as_str().unwrap().starts_with("+44"), "{profile:?}: {record}");
-        assert_shows_every_other_value(*profile, record["Description"].as_str().unwrap());
+        let description = record["Description"].as_str().unwrap();
+        assert_shows_every_other_value(*profile, description);
+        for shown in ["Lovelace", "Analytical Engines", "7946"] {
+            assert!(!description.contains(shown), "{profile:?}: {shown} is in its field, not repeated: {description}");
+        }
     }
 }

@@ -74,6 +74,12 @@ pub struct HubSpotState {
     /// Per-input errors by batch input `id` (a contact's email, a ticket's submission ID),
     /// answered in a 207 as HubSpot answers an input it refuses.
     pub refuse_inputs: BTreeMap<String, Value>,
+    /// The portal's phone number validation (the `phone` property's rule, which HubSpot applies
+    /// to API writes since July 2023): a contact's `phone` must be E.164 once spaces, dashes,
+    /// dots and parentheses are dropped (and is stored so); otherwise the input is refused with
+    /// the verdicts of a `VALIDATION_ERROR` (HubSpot documents no code for it: here
+    /// `INVALID_PHONE_NUMBER`; the sink reads only the property's name).
+    pub phone_validation: bool,
     /// Every call served past the failures and the token, as `METHOD /path` (no query).
     pub calls: Vec<String>,
     /// Failures for requests whose path ends with the key (`tickets/batch/read`,
@@ -575,6 +581,23 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                             )]),
                         ));
                         continue;
+                    }
+                    let mut properties = properties;
+                    if let (true, Some(phone)) =
+                        (state.phone_validation, properties.get("phone").and_then(Value::as_str))
+                    {
+                        let bare: String = phone.chars().filter(|c| !" -.()".contains(*c)).collect();
+                        let digits = bare.strip_prefix('+').unwrap_or_default();
+                        let e164 = (2..=15).contains(&digits.len())
+                            && !digits.starts_with('0')
+                            && digits.chars().all(|c| c.is_ascii_digit());
+                        if !e164 {
+                            let refusal =
+                                invalid_properties(&[("INVALID_PHONE_NUMBER", "phone", "not a valid phone number")]);
+                            errors.push(error_traced(&trace, refusal));
+                            continue;
+                        }
+                        properties.insert(String::from("phone"), json!(bare));
                     }
                     let (contact_id, created) = match state.contact_by_email(&id) {
                         Some(existing) => (existing, false),

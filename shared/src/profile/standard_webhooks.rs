@@ -23,7 +23,7 @@ use crate::fingerprint::fingerprint_raw;
 use crate::headers::Headers;
 use crate::json::{self, Json};
 use crate::key::KeyError;
-use crate::lead::{as_text, find_roles, Lead, LeadError};
+use crate::lead::{as_text, complete, Lead, LeadError};
 use crate::mapping::LeadMapping;
 use crate::profile::sender::{Sender, SenderAuth};
 use crate::profile::Profile;
@@ -109,7 +109,7 @@ pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
         extra,
         roles: BTreeMap::new(),
     };
-    find_roles(&mut lead);
+    complete(&mut lead);
     lead
 }
 
@@ -193,6 +193,19 @@ mod tests {
         // Nothing where the pointers look: an empty lead, never a failure.
         let lead = super::lead(&receipt("[]"), &LeadPointers::default());
         assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str(), lead.extra.len()), ("", "", "", 0));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn the_extra_object_s_labels_give_roles_and_name_parts_make_the_name() {
+        let body = r#"{"data":{"email":"a@x","first_name":"Ada","Surname":"Lovelace","Company":"Acme","phone":"+1 555"}}"#;
+        let lead = lead(&receipt(body), &LeadPointers::default());
+        assert_eq!(lead.name, "Ada Lovelace", "no name: the parts joined");
+        let roles: alloc::vec::Vec<(crate::lead::Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        use crate::lead::Role;
+        assert_eq!(
+            roles,
+            [(Role::FirstName, "first_name"), (Role::LastName, "Surname"), (Role::Company, "Company"), (Role::Phone, "phone")]
+        );
     }
 
     #[wasm_bindgen_test(unsupported = test)]

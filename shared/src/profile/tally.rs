@@ -13,7 +13,6 @@
 //!   `INPUT_TEXT` whose label says "name"; every other field in `extra` under its label (its
 //!   `key` when the label is taken or empty), choice fields as their options' texts.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::auth::{Encoding, HmacScheme};
@@ -81,14 +80,8 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
             _ => &[],
         };
         if let Some(value) = lead.fill(candidates, value) {
-            let extra = lead.extra();
-            let key = if label.is_empty() || extra.contains_key(label) { text("key") } else { label };
-            if !extra.contains_key(key) {
-                extra.insert(String::from(key), value);
-                if let Some(role) = role {
-                    lead.role(role, key);
-                }
-            }
+            let key = if label.is_empty() || lead.extra().contains_key(label) { text("key") } else { label };
+            lead.keep(key, value, role);
         }
     }
     Ok(lead.finish())

@@ -114,13 +114,7 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
             _ => &[],
         };
         if let Some(value) = lead.fill(candidates, value) {
-            let key = reference.unwrap_or(id);
-            if !lead.extra().contains_key(key) {
-                lead.extra().insert(String::from(key), value);
-                if let Some(role) = role {
-                    lead.role(role, key);
-                }
-            }
+            lead.keep(reference.unwrap_or(id), value, role);
         }
     }
     if let Some(hidden) = response.and_then(|r| r.get("hidden")).filter(|h| !matches!(h, Json::Null)) {

@@ -177,7 +177,8 @@ impl HubSpot {
     }
 
     /// Upserts the contacts of `leads` that gave an email, one input per person
-    /// ([`plan::people`]), a conflict tried once more at once: each person's contact
+    /// ([`plan::people`]), a conflict, or a refusal of a property but the email, tried once more
+    /// at once ([`plan::second_tries`]): each person's contact
     /// ([`plan::contact_results`]), by lowercased email.
     async fn contacts<'a>(
         &self,
@@ -187,11 +188,10 @@ impl HubSpot {
         let people = plan::people(leads);
         let inputs: Vec<(String, Value)> = people.values().cloned().collect();
         let mut written = self.upsert_objects("contacts", "email", &inputs, deadline).await;
-        let conflicts = plan::conflicts(&written);
-        if !conflicts.is_empty() {
-            let again: Vec<(String, Value)> = conflicts.iter().map(|&i| inputs[i].clone()).collect();
-            for (i, result) in
-                conflicts.into_iter().zip(self.upsert_objects("contacts", "email", &again, deadline).await)
+        let (indices, again): (Vec<usize>, Vec<(String, Value)>) =
+            plan::second_tries(&inputs, &written).into_iter().unzip();
+        if !again.is_empty() {
+            for (i, result) in indices.into_iter().zip(self.upsert_objects("contacts", "email", &again, deadline).await)
             {
                 written[i] = result;
             }

@@ -76,7 +76,9 @@ impl Salesforce {
 /// field from the describe of a user who may not see it.
 pub fn writable(fields: &[serde_json::Value], name: &str) -> bool {
     let yes = |f: &serde_json::Value, property: &str| f[property] == serde_json::Value::Bool(true);
-    fields.iter().any(|f| f["name"].as_str() == Some(name) && yes(f, "createable") && yes(f, "updateable"))
+    // Field API names compare without case, as Salesforce does.
+    let named = |f: &serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name));
+    fields.iter().any(|f| named(f) && yes(f, "createable") && yes(f, "updateable"))
 }
 
 /// The external ID field's description, judged: it must exist on Lead, be an External ID, and
@@ -248,9 +250,16 @@ mod tests {
     fn phone_is_written_only_when_the_describe_shows_it_createable_and_updateable() {
         let field = |createable: bool, updateable: bool| json!({"name": "Phone", "createable": createable, "updateable": updateable});
         assert!(writable(&[json!({"name": "Email"}), field(true, true)], "Phone"));
+        assert!(writable(&[field(true, true)], "PHONE"), "names compare without case");
         for (c, u) in [(true, false), (false, true), (false, false)] {
             assert!(!writable(&[field(c, u)], "Phone"), "createable {c}, updateable {u}");
         }
         assert!(!writable(&[json!({"name": "Email", "createable": true, "updateable": true})], "Phone"), "hidden");
+        // Until the check has seen Phone writable, the sink does not write it.
+        let login = Login { domain_url: String::new(), client_id: String::new(), client_secret: String::new() };
+        let sink = Salesforce::new(reqwest::Client::new(), login, "60.0", "F__c");
+        assert!(!sink.phone_writable());
+        sink.phone.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(sink.phone_writable());
     }
 }

@@ -67,9 +67,35 @@ pub fn association_error(error: SinkError) -> SinkError {
 /// A 409 on the contact upsert: see [`classify_upsert_answer`].
 pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
 
+/// A contact refused for a property other than its email (a portal's validation rule on
+/// `phone`, HubSpot's checks of a name): the upsert tries the contact once more without its
+/// company and phone ([`super::plan::second_tries`]), so the person still has a contact; the
+/// values stay in the ticket's content.
+pub(super) const CONTACT_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_contact_property_refused" };
+
+/// A refusal of a contact input: [`classify_error`]'s verdict, but a refusal of the input's
+/// content that names properties, none of them `email`, is [`CONTACT_PROPERTY_REFUSED`].
+pub(super) fn classify_contact_error(error: &Value) -> SinkError {
+    let verdict = classify_error(error);
+    if !matches!(verdict, SinkError::Permanent { .. }) {
+        return verdict;
+    }
+    let entries: Vec<&Value> = error["errors"].as_array().into_iter().flatten().chain([error]).collect();
+    let mut names: Vec<String> = Vec::new();
+    for entry in entries {
+        let listed = entry["context"]["propertyName"].as_array().into_iter().flatten().filter_map(Value::as_str);
+        names.extend(listed.map(str::to_owned));
+        names.extend(property_verdicts(entry).into_iter().map(|(_, name)| name));
+    }
+    if !names.is_empty() && names.iter().all(|name| name != "email") {
+        return CONTACT_PROPERTY_REFUSED;
+    }
+    verdict
+}
+
 /// A batch upsert's answer other than 200, 201 and 207 (each input's result is read from
 /// those: `batch::written`), for `object` (`contacts` or `tickets`):
-/// - 400: its error decides ([`classify_error`]);
+/// - 400: its error decides ([`classify_error`]; for a contact, [`classify_contact_error`]);
 /// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
 ///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
 ///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
@@ -80,6 +106,7 @@ pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "s
 ///   HubSpot documents no conflict for an upsert by a unique property).
 pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
     match status {
+        400 if object == "contacts" => classify_contact_error(answer),
         400 => classify_error(answer),
         409 if object == "contacts" => CONTACT_CONFLICT,
         status => classify_status(status, retry_after),
@@ -164,17 +191,15 @@ pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
     (!email.is_empty()).then(|| (email, contact_properties(lead)))
 }
 
-/// A ticket's content: the message, then every answer neither the subject (the name) nor the
-/// contact (`with_contact`: the company and the phone) holds ([`answers_block`]), then `note`;
-/// within HubSpot's property limit.
-pub(super) fn ticket_content(lead: &Lead, with_contact: bool, note: &str) -> String {
-    let shown: &[Role] = if with_contact {
-        &[Role::FirstName, Role::LastName, Role::Company, Role::Phone]
-    } else {
-        &[Role::FirstName, Role::LastName]
-    };
-    let content = notes(&lead.message, &answers_block(&other_answers(lead, shown)));
-    fit(&format!("{content}{note}"), MAX_PROPERTY_CHARS)
+/// A ticket's content: the message, then every answer but the name's parts (the subject holds
+/// the name) ([`answers_block`]), then `note`; within HubSpot's property limit, cut from the end
+/// of the answers so the note stays whole. The company and the phone are listed too: the
+/// contact is the person's, and holds what their latest submission said (or nothing, when
+/// HubSpot refused it), while the ticket keeps what this one said.
+pub(super) fn ticket_content(lead: &Lead, note: &str) -> String {
+    let content = notes(&lead.message, &answers_block(&other_answers(lead, &[Role::FirstName, Role::LastName])));
+    let room = MAX_PROPERTY_CHARS.saturating_sub(note.chars().count());
+    format!("{}{note}", fit(&content, room))
 }
 
 /// The ticket's properties: the submission ID, a subject, the content ([`ticket_content`]), the
@@ -185,7 +210,7 @@ pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: 
     json!({
         id_property: lead.external_id,
         "subject": fit(&subject, MAX_PROPERTY_CHARS),
-        "content": ticket_content(lead, contact_input(lead).is_some(), ""),
+        "content": ticket_content(lead, ""),
         "hs_pipeline": pipeline,
         "hs_pipeline_stage": stage,
     })
@@ -305,14 +330,14 @@ mod tests {
             json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace",
                    "company": "Acme", "phone": "+44 20 7946 0000"})
         );
-        let content = "Hello\n\nOther answers:\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news";
+        // The ticket keeps what this submission said, company and phone included.
+        let content = "Hello\n\nOther answers:\nCompany: Acme\nPhone: +44 20 7946 0000\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news";
         assert_eq!(ticket_properties(&lead, "p", "0", "1")["content"], content);
-        // Without an email there is no contact: the ticket holds the company and the phone.
-        lead.email = String::new();
-        assert_eq!(
-            ticket_properties(&lead, "p", "0", "1")["content"],
-            "Hello\n\nOther answers:\nCompany: Acme\nPhone: +44 20 7946 0000\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news"
-        );
+        // A content too long is cut from the end of the answers; a note stays whole.
+        lead.message = "m".repeat(MAX_PROPERTY_CHARS);
+        let cut = ticket_content(&lead, "\n\n(note)");
+        assert_eq!(cut.chars().count(), MAX_PROPERTY_CHARS);
+        assert!(cut.ends_with("…\n\n(note)"), "{}", &cut[cut.len() - 20..]);
     }
 
     #[test]
@@ -351,6 +376,31 @@ mod tests {
         // No email (or only spaces): no contact.
         assert_eq!(contact_input(&lead_with_email(" \t ")), None);
         assert_eq!(contact_properties(&lead_with_email(" ")).get("email"), None);
+    }
+
+    #[test]
+    fn a_contact_refused_for_a_property_but_its_email_is_tried_with_its_email_alone() {
+        let verdicts = |name: &str| {
+            json!({"status": "error", "category": "VALIDATION_ERROR", "message": format!(
+                "Property values were not valid: [{{\"isValid\":false,\"message\":\"x\",\"error\":\"INVALID_PHONE_NUMBER\",\"name\":\"{name}\"}}]"
+            )})
+        };
+        assert_eq!(classify_contact_error(&verdicts("phone")), CONTACT_PROPERTY_REFUSED);
+        assert_eq!(classify_upsert_answer("contacts", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
+        let listed = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["lastname"]}}]});
+        assert_eq!(classify_contact_error(&listed), CONTACT_PROPERTY_REFUSED);
+        // The email itself, a refusal naming no property, or the portal's setup: as before.
+        let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        assert_eq!(classify_contact_error(&verdicts("email")), rejected);
+        let both = json!({"errors": [{"context": {"propertyName": ["phone", "email"]}}]});
+        assert_eq!(classify_contact_error(&both), rejected);
+        assert_eq!(classify_contact_error(&json!({"category": "VALIDATION_ERROR"})), rejected);
+        let missing = json!({"errors": [{"code": "PROPERTY_DOESNT_EXIST", "context": {"propertyName": ["phone"]}}]});
+        assert_eq!(
+            classify_contact_error(&missing),
+            SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
+        );
+        assert_eq!(classify_upsert_answer("tickets", 400, &verdicts("phone"), None), rejected, "a ticket's stays");
     }
 
     #[test]

@@ -12,7 +12,9 @@ use std::pin::Pin;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::api::{association_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT};
+use super::api::{
+    association_error, classify_contact_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT,
+};
 use crate::sink::contract::{SinkError, RECEIPT_UPDATE_BUDGET};
 use crate::sink::http::{classify_status, transport_error};
 
@@ -264,6 +266,7 @@ fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written
     let mut refusals = errors.filter(|e| error_ids(e).any(same));
     match refusals.next() {
         Some(error) if object == "contacts" && error["category"] == "CONFLICT" => Err(CONTACT_CONFLICT),
+        Some(error) if object == "contacts" => Err(classify_contact_error(error)),
         Some(error) => Err(classify_error(error)),
         None => Err(UNEXPECTED),
     }

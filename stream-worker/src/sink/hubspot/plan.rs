@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use shared::lead::Lead;
 
-use super::api::{contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT};
+use super::api::{contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT, CONTACT_PROPERTY_REFUSED};
 use super::batch::{Found, Written};
 use crate::sink::contract::SinkError;
 
@@ -56,10 +56,24 @@ pub(super) fn people<'a>(leads: impl Iterator<Item = &'a Lead>) -> BTreeMap<Stri
     people
 }
 
-/// The contacts' inputs whose answer was a conflict (a race with a concurrent create: tried
-/// once more at once).
-pub(super) fn conflicts(written: &[Written]) -> Vec<usize> {
-    (0..written.len()).filter(|&i| written[i] == Err(CONTACT_CONFLICT)).collect()
+/// The contacts' inputs to try once more at once, each with its index: one whose answer was a
+/// conflict (a race with a concurrent create) as it was; one refused for a property other than
+/// its email ([`CONTACT_PROPERTY_REFUSED`]) without its company and phone (what a portal's
+/// validation rules most often refuse), so with its email and name.
+pub(super) fn second_tries(inputs: &[(String, Value)], written: &[Written]) -> Vec<(usize, (String, Value))> {
+    let again = |i: usize| match &written[i] {
+        Err(error) if *error == CONTACT_CONFLICT => Some((i, inputs[i].clone())),
+        Err(error) if *error == CONTACT_PROPERTY_REFUSED => {
+            let (id, mut properties) = inputs[i].clone();
+            if let Some(properties) = properties.as_object_mut() {
+                properties.remove("company");
+                properties.remove("phone");
+            }
+            Some((i, (id, properties)))
+        }
+        _ => None,
+    };
+    (0..written.len().min(inputs.len())).filter_map(again).collect()
 }
 
 /// Each person's contact from its input's answer: the contact's ID, `None` when HubSpot refuses
@@ -88,7 +102,7 @@ pub(super) fn new_ticket(lead: &Lead, contact_given_up: bool, id_property: &str,
     let mut properties = ticket_properties(lead, id_property, pipeline, stage);
     if contact_given_up && !lead.email.trim().is_empty() {
         let note = format!("\n\n(email as submitted: {})", lead.email.trim());
-        properties["content"] = Value::String(ticket_content(lead, false, &note));
+        properties["content"] = Value::String(ticket_content(lead, &note));
     }
     properties
 }
@@ -96,6 +110,7 @@ pub(super) fn new_ticket(lead: &Lead, contact_given_up: bool, id_property: &str,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn lead(id: &str, name: &str, email: &str) -> Lead {
         Lead {
@@ -145,9 +160,18 @@ mod tests {
     fn a_conflict_is_tried_again_and_a_refusal_gives_the_contact_up() {
         let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
         let written = vec![Ok("7".to_owned()), Err(CONTACT_CONFLICT), Err(unavailable)];
-        assert_eq!(conflicts(&written), [1]);
+        let input = |email: &str| {
+            (email.to_owned(), json!({"email": email, "phone": "12", "company": "Acme", "firstname": "Ada"}))
+        };
+        let inputs = [input("a"), input("b"), input("c")];
+        assert_eq!(second_tries(&inputs, &written), [(1, input("b"))]);
         let conflict = Err(CONTACT_CONFLICT);
-        assert_eq!(conflicts(&[conflict.clone(), Ok("1".to_owned()), conflict]), [0, 2]);
+        let tries = second_tries(&inputs, &[conflict.clone(), Ok("1".to_owned()), conflict]);
+        assert_eq!(tries, [(0, input("a")), (2, input("c"))]);
+        // A property refused: once more without company and phone; any other refusal: given up.
+        let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        let tries = second_tries(&inputs, &[Err(CONTACT_PROPERTY_REFUSED), Err(rejected), Ok("1".to_owned())]);
+        assert_eq!(tries, [(0, ("a".to_owned(), json!({"email": "a", "firstname": "Ada"})))]);
         let people = ["a", "b", "c"].map(String::from);
         let results = contact_results(people.into_iter(), written);
         assert_eq!(results["a"], Ok(Some("7".to_owned())));

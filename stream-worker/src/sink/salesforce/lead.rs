@@ -42,13 +42,7 @@ pub fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
     // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt (`role_text` is never blank).
     let company = role_text(lead, Role::Company);
     let phone = role_text(lead, Role::Phone).filter(|p| phone_writable && p.encode_utf16().count() <= length("Phone"));
-    let mut shown = vec![Role::FirstName, Role::LastName];
-    if company.as_ref().is_some_and(|c| c.encode_utf16().count() <= length("Company")) {
-        shown.push(Role::Company);
-    }
-    if phone.is_some() {
-        shown.push(Role::Phone);
-    }
+    let shown = shown_roles(lead, phone.is_some());
     let email = lead.email.trim();
     let mut fields = json!({
         "FirstName": fit_utf16(&first, length("FirstName")),
@@ -79,15 +73,15 @@ fn description(lead: &Lead, shown: &[Role], note: &str) -> String {
     format!("{cut}{CUT_NOTE}{note}")
 }
 
-/// The roles `fields` shows in their own fields (the rest are in `Description`).
-fn shown_roles(fields: &serde_json::Value, lead: &Lead) -> Vec<Role> {
+/// The roles a Lead's own fields show whole (the rest are in `Description`): the name's parts,
+/// the company when it fits `Company` uncut, the phone when it is written (`phone_written`).
+fn shown_roles(lead: &Lead, phone_written: bool) -> Vec<Role> {
     let mut shown = vec![Role::FirstName, Role::LastName];
-    if fields.get("Phone").is_some() {
-        shown.push(Role::Phone);
-    }
-    let company = role_text(lead, Role::Company);
-    if company.is_some_and(|c| fields["Company"].as_str() == Some(c.as_str())) {
+    if role_text(lead, Role::Company).is_some_and(|c| c.encode_utf16().count() <= length("Company")) {
         shown.push(Role::Company);
+    }
+    if phone_written {
+        shown.push(Role::Phone);
     }
     shown
 }
@@ -102,7 +96,8 @@ pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::
     }
     if !email.is_empty() {
         let note = format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000));
-        fields["Description"] = json!(description(lead, &shown_roles(&fields, lead), &note));
+        let shown = shown_roles(lead, fields.get("Phone").is_some());
+        fields["Description"] = json!(description(lead, &shown, &note));
     }
     fields
 }
@@ -240,6 +235,22 @@ mod tests {
         let company = "c".repeat(256);
         let f = fields(&lead_with(&format!(r#"{{"company":"{company}"}}"#)), true);
         assert_eq!(f["Description"], format!("Hello\n\nOther answers:\ncompany: {company}"));
+    }
+
+    #[test]
+    fn without_email_the_description_still_leaves_out_what_the_fields_show() {
+        let mut lead = lead_with(r#"{"Company":"Acme","Phone":"+1 555","Size":"11-50"}"#);
+        lead.email = String::from("ada@exa_mple.com");
+        let f = fields(&lead, true);
+        assert_eq!((&f["Company"], &f["Phone"]), (&json!("Acme"), &json!("+1 555")));
+        let expected = "Hello\n\nOther answers:\nSize: 11-50\n\n(email as submitted: ada@exa_mple.com)";
+        assert_eq!(f["Description"], expected);
+        let hidden = fields(&lead, false);
+        assert!(hidden["Description"].as_str().unwrap().contains("Phone: +1 555\nSize"), "{hidden}");
+        let company = "c".repeat(256);
+        lead.extra.insert(String::from("Company"), shared::json::Json::String(company.clone()));
+        let cut = fields(&lead, true);
+        assert!(cut["Description"].as_str().unwrap().contains(&format!("Company: {company}\n")), "{cut}");
     }
 
     #[test]
