@@ -208,7 +208,7 @@ class StreamWorker(unittest.TestCase):
         self.assertEqual(self.props["Architectures"], [{"Ref": "Architecture"}])
         self.assertIsInstance(self.props["MemorySize"], int)
         # The worst batch (HubSpot's, six calls and the receipt updates: 71 s; Salesforce's
-        # 61 s) fits, with the start-up check (docs/sinks.md asks for at least 80 s).
+        # 71 s) fits, with the start-up check (docs/sinks.md asks for at least 80 s).
         self.assertGreaterEqual(self.props["Timeout"], 80)
         env = self.props["Environment"]["Variables"]
         self.assertEqual(env["SINK_SECRET_ARN"], {"Ref": "SinkSecretArn"})

@@ -198,3 +198,25 @@ async fn salesforce_without_a_mapping_every_answer_is_in_the_lead_once() {
         }
     }
 }
+
+#[tokio::test]
+async fn salesforce_a_phone_a_validation_rule_refuses_costs_the_phone_never_the_lead() {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
+    standin.state.lock().unwrap().phone_refusal = Some("FIELD_CUSTOM_VALIDATION_EXCEPTION");
+    let sink = Sink::connect(&standin.sink_config()).await.unwrap();
+    sink.check_configuration().await.unwrap();
+    let leads = leads("rule");
+    // One Lead alone (the single upsert) and the rest as a collection (a stream batch).
+    sink.upsert(&leads[0].1, "k").await.unwrap();
+    let items: Vec<BatchItem> = leads[1..].iter().map(|(_, lead)| BatchItem { lead, receipt_key: "k" }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    let state = standin.state.lock().unwrap();
+    for (profile, lead) in &leads {
+        let record = &state.leads[&lead.external_id];
+        assert_eq!(record.get("Phone"), None, "{profile:?}");
+        assert_eq!(record["LastName"], "Lovelace", "{profile:?}");
+        assert!(record["Description"].as_str().unwrap().contains("7946"), "{profile:?}: {record}");
+    }
+}

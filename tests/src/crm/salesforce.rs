@@ -23,6 +23,7 @@
 //! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
 //!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
 //!   exists; `locked` rows are held by another transaction;
+//! - a validation rule on `Phone` (`phone_refusal`);
 //! - the org's setup (`org_refusal`: `REQUIRED_FIELD_MISSING`, `FIELD_CUSTOM_VALIDATION_EXCEPTION`,
 //!   `INVALID_FIELD_FOR_INSERT_UPDATE`, ... on every upsert), converted Leads
 //!   (`CANNOT_UPDATE_CONVERTED_LEAD`), several Leads for one ID (300).
@@ -88,6 +89,10 @@ pub struct SalesforceState {
     pub locked: BTreeSet<String>,
     /// Every upsert is refused with this code, as the org's setup would refuse it.
     pub org_refusal: Option<&'static str>,
+    /// Every upsert that sets `Phone` is refused with this code and no field named (a
+    /// validation rule on the phone's format whose error shows at the top of the page):
+    /// `FIELD_CUSTOM_VALIDATION_EXCEPTION`.
+    pub phone_refusal: Option<&'static str>,
     /// Lead fields field-level security hides from the integration user: left out of its
     /// describe, and `INVALID_FIELD` when an upsert names one (no such column, for that user).
     pub hidden_fields: BTreeSet<&'static str>,
@@ -448,6 +453,9 @@ fn upsert_record(
     }
     if let Some(code) = state.org_refusal {
         return refusal(code, "the org refuses this Lead", &[]);
+    }
+    if let (Some(code), Some(_)) = (state.phone_refusal, fields.get("Phone")) {
+        return refusal(code, "Enter the phone as (999) 999-9999", &[]);
     }
     if existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
         return refusal("CANNOT_UPDATE_CONVERTED_LEAD", "cannot reference converted lead", &[]);

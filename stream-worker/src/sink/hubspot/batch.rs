@@ -323,5 +323,10 @@ mod tests {
             written("contacts", "email", "x@y", &config),
             Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
         );
+        // A contact refused for its phone is tried again without it; a ticket's refusal stays.
+        let phone = json!({"errors": [{"category": "VALIDATION_ERROR", "context": {"id": ["x@y"]},
+            "errors": [{"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]}]});
+        assert_eq!(written("contacts", "email", "x@y", &phone), Err(super::super::api::CONTACT_PROPERTY_REFUSED));
+        assert_eq!(written("tickets", "sid", "x@y", &phone), Err(SinkError::Permanent { reason: "sink_rejected" }));
     }
 }

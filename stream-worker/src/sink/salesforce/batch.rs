@@ -36,12 +36,12 @@ fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Saved(Result<(), SinkError>),
-    /// Refused for its email only: send it again without.
-    EmailRefused,
+    /// Refused for this field's value (`Email`, or maybe `Phone`): send it again without.
+    Without(&'static str),
 }
 
-/// One UpsertResult, judged as a single upsert's answer would be.
-pub fn outcome(result: &Value, field: &str, has_email: bool) -> Outcome {
+/// One UpsertResult of `record`, judged as a single upsert's answer would be.
+pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     if result["success"] == Value::Bool(true) {
         return Outcome::Saved(Ok(()));
     }
@@ -61,8 +61,11 @@ pub fn outcome(result: &Value, field: &str, has_email: bool) -> Outcome {
     if errors.iter().any(|e| e.code == "DUPLICATE_EXTERNAL_ID") {
         return Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }));
     }
-    if has_email && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
-        return Outcome::EmailRefused;
+    if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
+        return Outcome::Without("Email");
+    }
+    if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
+        return Outcome::Without("Phone");
     }
     Outcome::Saved(match refusals::meaning(400, &errors, field) {
         Some(meaning) => meaning.verdict(),
@@ -106,11 +109,10 @@ impl Salesforce {
             };
             let mut again = later;
             for (&i, answer) in sending.iter().zip(&answers) {
-                match outcome(answer, &field, records[i].get("Email").is_some()) {
+                match outcome(answer, &field, &records[i]) {
                     Outcome::Saved(result) => results[i] = result,
-                    Outcome::EmailRefused => {
-                        let lead = items[i].lead;
-                        records[i] = with_id(lead::without_email(lead, fields(lead, phone)), lead, &field);
+                    Outcome::Without(refused) => {
+                        records[i] = lead::without(items[i].lead, records[i].take(), refused);
                         again.push(i);
                     }
                 }
@@ -168,32 +170,42 @@ mod tests {
     #[test]
     fn each_upsert_result_is_judged_as_a_single_upserts_answer() {
         let saved = json!({"id": "00Q1", "success": true, "errors": [], "created": true});
-        assert_eq!(outcome(&saved, "F__c", true), Outcome::Saved(Ok(())));
+        let (with_email, bare) = (json!({"Email": "a@x"}), json!({}));
+        assert_eq!(outcome(&saved, "F__c", &with_email), Outcome::Saved(Ok(())));
         let refused =
             |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": []}]});
         let retry = |reason| Outcome::Saved(Err(SinkError::Retryable { reason, retry_after: None }));
-        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", true), retry("sink_row_locked"));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email), retry("sink_row_locked"));
         assert_eq!(
-            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", true),
+            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email),
             retry("sink_org_validation_rule")
         );
-        assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", true), Outcome::Saved(Ok(())));
+        // With a phone, the org's field setup may be refusing it: once more without.
+        let with_phone = json!({"Phone": "+1 555"});
+        for code in ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"] {
+            assert_eq!(outcome(&refused(code), "F__c", &with_phone), Outcome::Without("Phone"), "{code}");
+        }
+        let naming =
+            json!({"success": false, "errors": [{"statusCode": "SOMETHING_NEW", "message": "x", "fields": ["phone"]}]});
+        assert_eq!(outcome(&naming, "F__c", &with_phone), Outcome::Without("Phone"));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone), retry("sink_row_locked"));
+        assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email), Outcome::Saved(Ok(())));
         assert_eq!(
-            outcome(&refused("DUPLICATE_EXTERNAL_ID"), "F__c", true),
+            outcome(&refused("DUPLICATE_EXTERNAL_ID"), "F__c", &with_email),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }))
         );
-        assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", true), Outcome::EmailRefused);
+        assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email), Outcome::Without("Email"));
         assert_eq!(
-            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", false),
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &bare),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" })),
             "already without Email: the lead's"
         );
         assert_eq!(
-            outcome(&refused("SOMETHING_NEW"), "F__c", true),
+            outcome(&refused("SOMETHING_NEW"), "F__c", &with_email),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
         assert_eq!(
-            outcome(&json!({"success": false}), "F__c", true),
+            outcome(&json!({"success": false}), "F__c", &with_email),
             Outcome::Saved(Err(UNEXPECTED)),
             "no errors: retried"
         );

@@ -31,34 +31,54 @@ pub const CUT_NOTE: &str = "\n[cut: the rest did not fit in Description]";
 ///
 /// `Phone` only when `phone_writable` (the start-up check saw the integration user may write it:
 /// an org's field-level security that hides it would refuse every Lead with a phone);
-/// otherwise the phone is in `Description`. Each value fits its field's length, since one value
+/// otherwise the phone is in `Description` (as it is when Salesforce refuses it: [`without`]).
+/// Each value fits its field's length, since one value
 /// over its field refuses the whole Lead; a phone that does not fit, or a company that had to
 /// be cut, is kept whole in `Description`.
 /// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
-/// end of `Description` instead ([`without_email`]).
+/// end of `Description` instead ([`without`]).
 pub fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
     let (first, last) = name_parts(lead);
     // A blank optional input arrives as "" or spaces: Salesforce reads that as no value and
     // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt (`role_text` is never blank).
     let company = role_text(lead, Role::Company);
     let phone = role_text(lead, Role::Phone).filter(|p| phone_writable && p.encode_utf16().count() <= length("Phone"));
-    let shown = shown_roles(lead, phone.is_some());
     let email = lead.email.trim();
     let mut fields = json!({
         "FirstName": fit_utf16(&first, length("FirstName")),
         "LastName": fit_utf16(if last.is_empty() { NOT_PROVIDED } else { &last }, length("LastName")),
         "Company": fit_utf16(company.as_deref().unwrap_or(NOT_PROVIDED), length("Company")),
-        "Description": description(lead, &shown, ""),
     });
     if let Some(phone) = phone {
         fields["Phone"] = json!(phone);
     }
     if email_accepted(email) {
         fields["Email"] = json!(email);
-        fields
-    } else {
-        without_email(lead, fields)
     }
+    described(lead, fields)
+}
+
+/// `fields` with `Description` made for them: the answers no field of theirs shows, then the
+/// email as submitted when they have no `Email` (after the message and the other answers,
+/// which are cut first so the address stays whole).
+fn described(lead: &Lead, mut fields: serde_json::Value) -> serde_json::Value {
+    let email = lead.email.trim();
+    let note = match fields.get("Email") {
+        None if !email.is_empty() => format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000)),
+        _ => String::new(),
+    };
+    let shown = shown_roles(lead, fields.get("Phone").is_some());
+    fields["Description"] = json!(description(lead, &shown, &note));
+    fields
+}
+
+/// `fields` without `field` (`Email` or `Phone`), its value kept in `Description` instead: for a
+/// value Salesforce refuses, so the Lead is still written ([`described`]).
+pub fn without(lead: &Lead, mut fields: serde_json::Value, field: &str) -> serde_json::Value {
+    if let Some(object) = fields.as_object_mut() {
+        object.remove(field);
+    }
+    described(lead, fields)
 }
 
 /// `Description`: the message, then the answers no field shows ([`answers_block`]), then
@@ -84,22 +104,6 @@ fn shown_roles(lead: &Lead, phone_written: bool) -> Vec<Role> {
         shown.push(Role::Phone);
     }
     shown
-}
-
-/// `fields` without `Email`, the address as submitted kept at the end of `Description` (after
-/// the message and the other answers, which are cut first so the address stays whole): for an
-/// address Salesforce refuses, so the Lead is still written.
-pub fn without_email(lead: &Lead, mut fields: serde_json::Value) -> serde_json::Value {
-    let email = lead.email.trim();
-    if let Some(object) = fields.as_object_mut() {
-        object.remove("Email");
-    }
-    if !email.is_empty() {
-        let note = format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000));
-        let shown = shown_roles(lead, fields.get("Phone").is_some());
-        fields["Description"] = json!(description(lead, &shown, &note));
-    }
-    fields
 }
 
 /// Whether the sink sends `email` as the Lead's `Email`: only when Salesforce's documented
@@ -247,6 +251,11 @@ mod tests {
         assert_eq!(f["Description"], expected);
         let hidden = fields(&lead, false);
         assert!(hidden["Description"].as_str().unwrap().contains("Phone: +1 555\nSize"), "{hidden}");
+        // A phone Salesforce refused: sent again without it, the phone before the email's note.
+        let refused = without(&lead, fields(&lead, true), "Phone");
+        assert_eq!(refused.get("Phone"), None);
+        let expected = "Hello\n\nOther answers:\nPhone: +1 555\nSize: 11-50\n\n(email as submitted: ada@exa_mple.com)";
+        assert_eq!(refused["Description"], expected);
         let company = "c".repeat(256);
         lead.extra.insert(String::from("Company"), shared::json::Json::String(company.clone()));
         let cut = fields(&lead, true);
@@ -372,10 +381,10 @@ mod tests {
     }
 
     #[test]
-    fn without_email_keeps_the_address_whole_after_a_cut_message() {
+    fn without_the_email_the_address_stays_whole_after_a_cut_message() {
         let mut long = lead("A B", "ada@example.com", None);
         long.message = "m".repeat(40_000);
-        let f = without_email(&long, fields(&long, true));
+        let f = without(&long, fields(&long, true), "Email");
         let description = f["Description"].as_str().unwrap();
         assert_eq!(f.get("Email"), None);
         assert!(

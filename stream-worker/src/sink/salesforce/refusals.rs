@@ -88,6 +88,21 @@ pub fn errors(body: &str) -> Vec<Refusal> {
         .collect()
 }
 
+/// The codes with which an org refuses a field's value for its own setup: a validation rule,
+/// field-level security (a field the user may not edit, or may not see).
+const FIELD_SETUP_CODES: [&str; 3] =
+    ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"];
+
+/// Whether a refusal of a Lead that had `Phone` may be about the phone (a field Salesforce never
+/// saw the sink write before the default mapping did): an error naming `Phone`, or one of the
+/// org's field setup ([`FIELD_SETUP_CODES`]: a validation rule's error may name no field, and
+/// `INVALID_FIELD` names it only in its message, which the sink never reads). The Lead is then
+/// sent once more without it, so a phone costs its field, never the lead.
+pub fn may_be_the_phone(errors: &[Refusal]) -> bool {
+    let names_phone = |e: &Refusal| e.fields.iter().any(|f| f.eq_ignore_ascii_case("Phone"));
+    errors.iter().any(|e| names_phone(e) || FIELD_SETUP_CODES.contains(&e.code.as_str()))
+}
+
 /// The meaning of a refusal with these errors and `status`, when one has a meaning. A refusal
 /// with several means the most cautious of them: anything retried wins over `FAILED`.
 pub fn meaning(status: u16, errors: &[Refusal], external_id_field: &str) -> Option<Meaning> {
