@@ -17,10 +17,10 @@ pub const CAPTCHA_TOKENS: [&str; 3] = ["g-recaptcha-response", "h-captcha-respon
 pub const OTHER_ANSWERS: &str = "Other answers:";
 
 /// The lead's first and last names: the answers asked on their own when the form had them and
-/// either is not blank (the other may then be empty), else the name split at its last space (a family name is one
-/// word; given names may be several), trimmed, so `Ada King Lovelace` is `Ada King` and
-/// `Lovelace`, and one word is the first name (what a visitor asked for a name most often types;
-/// a later submission with it never blanks a contact's last name).
+/// either is not blank (the other may then be empty); else the name split at its last space (a
+/// family name is one word; given names may be several), trimmed, so `Ada King Lovelace` is
+/// `Ada King` and `Lovelace`, and one word is the first name (what a visitor asked for a name
+/// most often types; a later submission with it never blanks a contact's last name).
 pub fn name_parts(lead: &Lead) -> (String, String) {
     let (first, last) = (role_text(lead, Role::FirstName), role_text(lead, Role::LastName));
     if first.is_some() || last.is_some() {
@@ -42,10 +42,10 @@ pub fn role_text(lead: &Lead, role: Role) -> Option<String> {
 }
 
 /// The answers in `extra` but those whose roles are in `shown` (their fields hold them), as
-/// `(label, text)` lines in `extra`'s order (a CAPTCHA's token is no answer: left out): a list as its items joined by `, `, a choice
-/// (`{"label": ..}`, `{"labels": [..], "other": ..}`, with only the option's IDs and refs beside)
-/// as its labels, any other object as one
-/// line per member (`hidden.utm_source`), blank answers left out.
+/// `(label, text)` lines in `extra`'s order: a list as its items joined by `, `; a choice
+/// (`{"label": ..}`, `{"labels": [..], "other": ..}`, with only the option's IDs and refs
+/// beside) as its labels; any other object as one line per member (`hidden.utm_source`). Blank
+/// answers and a CAPTCHA's token ([`CAPTCHA_TOKENS`]) are left out.
 pub fn other_answers(lead: &Lead, shown: &[Role]) -> Vec<(String, String)> {
     let in_fields: Vec<&String> = shown.iter().filter_map(|role| lead.roles.get(role)).collect();
     let mut lines = Vec::new();
