@@ -220,3 +220,27 @@ async fn salesforce_a_phone_a_validation_rule_refuses_costs_the_phone_never_the_
         assert!(record["Description"].as_str().unwrap().contains("7946"), "{profile:?}: {record}");
     }
 }
+
+#[tokio::test]
+async fn salesforce_phone_hidden_after_the_start_costs_the_phone_never_the_lead() {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
+    let sink = Sink::connect(&standin.sink_config()).await.unwrap();
+    // The check sees Phone writable; then an administrator's field-level security hides it.
+    sink.check_configuration().await.unwrap();
+    standin.state.lock().unwrap().hidden_fields.insert("Phone");
+    let leads = leads("fls");
+    let items: Vec<BatchItem> = leads[..2].iter().map(|(_, lead)| BatchItem { lead, receipt_key: "k" }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    let upserts = standin.state.lock().unwrap().upserts.len();
+    // The sink no longer writes Phone: the next Lead goes at once, without it.
+    sink.upsert(&leads[2].1, "k").await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.upserts.len(), upserts + 1, "one call for the Lead after");
+    for (profile, lead) in &leads {
+        let record = &state.leads[&lead.external_id];
+        assert_eq!(record.get("Phone"), None, "{profile:?}");
+        assert!(record["Description"].as_str().unwrap().contains("7946"), "{profile:?}: {record}");
+    }
+}

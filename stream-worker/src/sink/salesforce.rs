@@ -18,7 +18,8 @@
 //! upserts of one ID at once, the org's request limit) and the org's setup (required fields,
 //! validation rules, field-level security, Block duplicate rules, automation) are retried,
 //! never `FAILED`; only the lead's own content fails it. An email Salesforce refuses costs
-//! the `Email` field, never the lead ([`lead::email_accepted`], then one more try without it).
+//! the `Email` field, never the lead ([`lead::email_accepted`], then one more try without it);
+//! a phone the org's field setup refuses costs `Phone` ([`refusals::may_be_the_phone`]).
 //! A converted Lead is the submission's lead already: done, untouched. 415 (the request's
 //! format) is retried as `sink_unsupported_media_type`; 503 with its `Retry-After`.
 
@@ -165,6 +166,7 @@ impl LeadSink for Salesforce {
                     // The org's field setup may refuse the phone: once more without it (kept in
                     // `Description`), so a phone costs its field, never the lead.
                     if status == 400 && fields.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
+                        self.note_phone_refused(&errors);
                         fields = lead::without(lead, fields, "Phone");
                         continue;
                     }
@@ -270,5 +272,11 @@ mod tests {
         assert!(!sink.phone_writable());
         sink.phone.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(sink.phone_writable());
+        // A validation rule keeps it; field-level security changed since the start stops it.
+        let refusal = |code: &str| vec![refusals::Refusal { code: code.to_owned(), fields: vec![] }];
+        sink.note_phone_refused(&refusal("FIELD_CUSTOM_VALIDATION_EXCEPTION"));
+        assert!(sink.phone_writable());
+        sink.note_phone_refused(&refusal("INVALID_FIELD"));
+        assert!(!sink.phone_writable());
     }
 }

@@ -11,7 +11,8 @@
 //! Object Reference "Custom Fields"):
 //! - lengths in UTF-16 code units (`STRING_TOO_LONG`), `LastName` and `Company` required;
 //! - field-level security (`hidden_fields`): a field the integration user may not see is not in
-//!   its describe and is no column for it (`INVALID_FIELD`);
+//!   its describe and is no column for it (`INVALID_FIELD`; a collection naming it is refused
+//!   whole);
 //! - the email format (`INVALID_EMAIL_ADDRESS`): one `@`, a local part not starting with `.`,
 //!   a domain of letters, digits, `-` and single dots, ASCII only (no EAI); stored lowercase;
 //! - the standard Lead duplicate rule (`duplicate_rule`, on by default with its Alert action):
@@ -351,6 +352,17 @@ fn collection_upsert(
         return StubResponse::json(
             400,
             json!([{"errorCode": "INVALID_BATCH_REQUEST", "message": "1 to 200 records, allOrNone false"}]),
+        );
+    }
+    // A field the user may not see is no column of its request: the whole call is refused (the
+    // stricter of the two answers Salesforce might give; the sink handles both).
+    let hidden = shared.lock().unwrap().hidden_fields.clone();
+    let names_hidden =
+        |r: &Value| r.as_object().is_some_and(|o| o.keys().any(|k| hidden.iter().any(|h| h.eq_ignore_ascii_case(k))));
+    if let Some(name) = records.iter().find(|r| names_hidden(r)).and_then(|_| hidden.iter().next()) {
+        return StubResponse::json(
+            400,
+            json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
         );
     }
     shared.lock().unwrap().collections.push(records.len());

@@ -67,14 +67,16 @@ pub fn association_error(error: SinkError) -> SinkError {
 /// A 409 on the contact upsert: see [`classify_upsert_answer`].
 pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
 
-/// A contact refused for a property other than its email (a portal's validation rule on
-/// `phone`, HubSpot's checks of a name): the upsert tries the contact once more without its
-/// company and phone ([`super::plan::second_tries`]), so the person still has a contact; the
-/// values stay in the ticket's content.
+/// A contact refused for its company or phone alone (a portal's validation rule on `phone`,
+/// which HubSpot applies to API writes): the upsert tries the contact once more without them
+/// ([`super::plan::second_tries`]), so the person still has a contact; the values stay in the
+/// ticket's content. A refusal naming another property (a name HubSpot's checks refuse) gives
+/// the contact up, as before these two were written.
 pub(super) const CONTACT_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_contact_property_refused" };
 
 /// A refusal of a contact input: [`classify_error`]'s verdict, but a refusal of the input's
-/// content that names properties, none of them `email`, is [`CONTACT_PROPERTY_REFUSED`].
+/// content that names properties, each of them `company` or `phone`, is
+/// [`CONTACT_PROPERTY_REFUSED`].
 pub(super) fn classify_contact_error(error: &Value) -> SinkError {
     let verdict = classify_error(error);
     if !matches!(verdict, SinkError::Permanent { .. }) {
@@ -87,7 +89,7 @@ pub(super) fn classify_contact_error(error: &Value) -> SinkError {
         names.extend(listed.map(str::to_owned));
         names.extend(property_verdicts(entry).into_iter().map(|(_, name)| name));
     }
-    if !names.is_empty() && names.iter().all(|name| name != "email") {
+    if !names.is_empty() && names.iter().all(|name| ["company", "phone"].contains(&name.as_str())) {
         return CONTACT_PROPERTY_REFUSED;
     }
     verdict
@@ -387,10 +389,13 @@ mod tests {
         };
         assert_eq!(classify_contact_error(&verdicts("phone")), CONTACT_PROPERTY_REFUSED);
         assert_eq!(classify_upsert_answer("contacts", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
-        let listed = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["lastname"]}}]});
+        let listed = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["company"]}},
+            {"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]});
         assert_eq!(classify_contact_error(&listed), CONTACT_PROPERTY_REFUSED);
-        // The email itself, a refusal naming no property, or the portal's setup: as before.
+        // The email itself, a name (sent again, it would be refused again), a refusal naming no
+        // property, or the portal's setup: as before.
         let rejected = SinkError::Permanent { reason: "sink_rejected" };
+        assert_eq!(classify_contact_error(&verdicts("lastname")), rejected);
         assert_eq!(classify_contact_error(&verdicts("email")), rejected);
         let both = json!({"errors": [{"context": {"propertyName": ["phone", "email"]}}]});
         assert_eq!(classify_contact_error(&both), rejected);

@@ -64,6 +64,14 @@ impl Salesforce {
         self.phone.load(Ordering::Relaxed)
     }
 
+    /// After a refusal of a Lead's `Phone`: when it says the integration user may no longer
+    /// write or see the field, phones go to `Description` until the worker starts again.
+    pub(super) fn note_phone_refused(&self, errors: &[refusals::Refusal]) {
+        if refusals::phone_not_writable(errors) {
+            self.phone.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// The external ID field's API name (the path's last segment).
     pub(super) fn field(&self) -> &str {
         self.path.rsplit_once('/').map_or("", |(_, field)| field)

@@ -4,8 +4,9 @@
 //! record, in the records' order (its documented contract; the results carry no external ID to
 //! match by), each refusal classified as a single upsert's is ([`super::refusals`]): a record
 //! whose email Salesforce refuses goes once more without `Email`, in a second call with the
-//! others refused for it; one whose ID matches several Leads (`DUPLICATE_EXTERNAL_ID`, the
-//! single upsert's 300) is `sink_multiple_matches`.
+//! others refused for it, and one whose phone the org's field setup refuses without `Phone`
+//! (a whole call refused so: every record without it); one whose ID matches several Leads
+//! (`DUPLICATE_EXTERNAL_ID`, the single upsert's 300) is `sink_multiple_matches`.
 
 use serde_json::{json, Value};
 use shared::lead::Lead;
@@ -40,13 +41,10 @@ pub enum Outcome {
     Without(&'static str),
 }
 
-/// One UpsertResult of `record`, judged as a single upsert's answer would be.
-pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
-    if result["success"] == Value::Bool(true) {
-        return Outcome::Saved(Ok(()));
-    }
+/// An UpsertResult's errors, as a single upsert's refusal reads.
+fn refusals_of(result: &Value) -> Vec<Refusal> {
     let text = |v: &Value| v.as_str().map(str::to_owned);
-    let errors: Vec<Refusal> = result["errors"]
+    result["errors"]
         .as_array()
         .into_iter()
         .flatten()
@@ -54,7 +52,15 @@ pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
             let fields = e["fields"].as_array().into_iter().flatten().filter_map(text).collect();
             Some(Refusal { code: text(&e["statusCode"])?, fields })
         })
-        .collect();
+        .collect()
+}
+
+/// One UpsertResult of `record`, judged as a single upsert's answer would be.
+pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
+    if result["success"] == Value::Bool(true) {
+        return Outcome::Saved(Ok(()));
+    }
+    let errors = refusals_of(result);
     if errors.is_empty() {
         return Outcome::Saved(Err(UNEXPECTED));
     }
@@ -98,9 +104,23 @@ impl Salesforce {
             let batch: Vec<&Value> = sending.iter().map(|&i| &records[i]).collect();
             let answers = match self.collection(&json!({"allOrNone": false, "records": batch}), &mut refreshed).await {
                 Ok(answers) if answers.len() == sending.len() => answers,
+                // The whole call refused for the org's field setup (a field no longer visible
+                // to the integration user fails the request, not each record): once more, every
+                // record without `Phone`.
+                Err((_, errors))
+                    if refusals::may_be_the_phone(&errors)
+                        && sending.iter().any(|&i| records[i].get("Phone").is_some()) =>
+                {
+                    self.note_phone_refused(&errors);
+                    for &i in &sending {
+                        records[i] = lead::without(items[i].lead, records[i].take(), "Phone");
+                    }
+                    sending.extend(later);
+                    continue;
+                }
                 // One UpsertResult per record, or none is trusted.
                 answered => {
-                    let error = answered.err().unwrap_or(UNEXPECTED);
+                    let error = answered.err().map_or(UNEXPECTED, |(error, _)| error);
                     for &i in sending.iter().chain(&later) {
                         results[i] = Err(error);
                     }
@@ -112,6 +132,9 @@ impl Salesforce {
                 match outcome(answer, &field, &records[i]) {
                     Outcome::Saved(result) => results[i] = result,
                     Outcome::Without(refused) => {
+                        if refused == "Phone" {
+                            self.note_phone_refused(&refusals_of(answer));
+                        }
                         records[i] = lead::without(items[i].lead, records[i].take(), refused);
                         again.push(i);
                     }
@@ -122,26 +145,28 @@ impl Salesforce {
         results
     }
 
-    /// One collection call: the UpsertResults, or why the call as a whole failed. A session
-    /// that ended gets a new token unless `refreshed` says one was already fetched.
-    async fn collection(&self, body: &Value, refreshed: &mut bool) -> Result<Vec<Value>, SinkError> {
+    /// One collection call: the UpsertResults, or why the call as a whole failed and the
+    /// refusal's errors. A session that ended gets a new token unless `refreshed` says one was
+    /// already fetched.
+    async fn collection(&self, body: &Value, refreshed: &mut bool) -> Result<Vec<Value>, (SinkError, Vec<Refusal>)> {
         let mut fresh = false;
         loop {
-            let response = self.patch(&self.collection_path, body, fresh).await?;
+            let response = self.patch(&self.collection_path, body, fresh).await.map_err(|e| (e, Vec::new()))?;
             let status = response.status().as_u16();
             if status == 401 && !*refreshed {
                 (fresh, *refreshed) = (true, true);
                 continue;
             }
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let text = response.text().await.map_err(|e| transport_error(&e))?;
+            let text = response.text().await.map_err(|e| (transport_error(&e), Vec::new()))?;
             if status == 200 {
                 let answers: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                return answers.as_array().cloned().ok_or(UNEXPECTED);
+                return answers.as_array().cloned().ok_or((UNEXPECTED, Vec::new()));
             }
-            return Err(classify_answer(status, retry_after.as_deref(), &text, self.field())
-                .err()
-                .unwrap_or(UNEXPECTED));
+            let error =
+                classify_answer(status, retry_after.as_deref(), &text, self.field()).err().unwrap_or(UNEXPECTED);
+            let errors = if status == 400 { refusals::errors(&text) } else { Vec::new() };
+            return Err((error, errors));
         }
     }
 }
@@ -185,9 +210,17 @@ mod tests {
         for code in ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"] {
             assert_eq!(outcome(&refused(code), "F__c", &with_phone), Outcome::Without("Phone"), "{code}");
         }
-        let naming =
-            json!({"success": false, "errors": [{"statusCode": "SOMETHING_NEW", "message": "x", "fields": ["phone"]}]});
-        assert_eq!(outcome(&naming, "F__c", &with_phone), Outcome::Without("Phone"));
+        let naming = |code: &str, field: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": [field]}]});
+        assert_eq!(outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone), Outcome::Without("Phone"));
+        // A rule or a permission naming another field is about that field: the org's, retried.
+        assert_eq!(
+            outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone),
+            retry("sink_org_validation_rule")
+        );
+        assert_eq!(
+            outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone),
+            retry("sink_org_permissions")
+        );
         assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone), retry("sink_row_locked"));
         assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email), Outcome::Saved(Ok(())));
         assert_eq!(

@@ -93,14 +93,27 @@ pub fn errors(body: &str) -> Vec<Refusal> {
 const FIELD_SETUP_CODES: [&str; 3] =
     ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"];
 
+/// The codes with which an org refuses a field the integration user may not write or see
+/// (field-level security).
+const FIELD_SECURITY_CODES: [&str; 2] = ["INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"];
+
 /// Whether a refusal of a Lead that had `Phone` may be about the phone (a field Salesforce never
 /// saw the sink write before the default mapping did): an error naming `Phone`, or one of the
-/// org's field setup ([`FIELD_SETUP_CODES`]: a validation rule's error may name no field, and
-/// `INVALID_FIELD` names it only in its message, which the sink never reads). The Lead is then
-/// sent once more without it, so a phone costs its field, never the lead.
+/// org's field setup ([`FIELD_SETUP_CODES`]) that names no field (a validation rule's error
+/// shown at the top of the page; `INVALID_FIELD` names the field only in its message, which
+/// the sink never reads). The Lead is then sent once more without it, so a phone costs its
+/// field, never the lead. An error naming other fields only is about them.
 pub fn may_be_the_phone(errors: &[Refusal]) -> bool {
     let names_phone = |e: &Refusal| e.fields.iter().any(|f| f.eq_ignore_ascii_case("Phone"));
-    errors.iter().any(|e| names_phone(e) || FIELD_SETUP_CODES.contains(&e.code.as_str()))
+    let unnamed_setup = |e: &Refusal| e.fields.is_empty() && FIELD_SETUP_CODES.contains(&e.code.as_str());
+    errors.iter().any(|e| names_phone(e) || unnamed_setup(e))
+}
+
+/// Whether a refusal [`may_be_the_phone`] says the integration user may not write or see it
+/// (field-level security changed since the start-up check): then the sink stops writing `Phone`
+/// until it starts again.
+pub fn phone_not_writable(errors: &[Refusal]) -> bool {
+    may_be_the_phone(errors) && errors.iter().any(|e| FIELD_SECURITY_CODES.contains(&e.code.as_str()))
 }
 
 /// The meaning of a refusal with these errors and `status`, when one has a meaning. A refusal
@@ -273,5 +286,27 @@ mod tests {
         check(400, "not json", None);
         check(400, r#"{"errorCode":"UNABLE_TO_LOCK_ROW"}"#, None);
         check(400, r#"[{"errorCode":"SOMETHING_NEW"}]"#, None);
+    }
+
+    #[test]
+    fn a_refusal_may_be_the_phone_when_it_names_it_or_names_no_field_of_the_org_s_setup() {
+        let refusal = |code: &str, fields: &[&str]| Refusal {
+            code: code.to_owned(),
+            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+        };
+        for (errors, phone, unwritable) in [
+            (vec![refusal("FIELD_CUSTOM_VALIDATION_EXCEPTION", &[])], true, false),
+            (vec![refusal("FIELD_CUSTOM_VALIDATION_EXCEPTION", &["Phone"])], true, false),
+            (vec![refusal("INVALID_FIELD", &[])], true, true),
+            (vec![refusal("INVALID_FIELD_FOR_INSERT_UPDATE", &["phone"])], true, true),
+            (vec![refusal("SOMETHING_NEW", &["PHONE"])], true, false),
+            (vec![refusal("FIELD_CUSTOM_VALIDATION_EXCEPTION", &["Company"])], false, false),
+            (vec![refusal("INVALID_FIELD_FOR_INSERT_UPDATE", &["Company"])], false, false),
+            (vec![refusal("REQUIRED_FIELD_MISSING", &[])], false, false),
+            (vec![refusal("UNABLE_TO_LOCK_ROW", &[]), refusal("INVALID_FIELD", &[])], true, true),
+            (vec![], false, false),
+        ] {
+            assert_eq!((may_be_the_phone(&errors), phone_not_writable(&errors)), (phone, unwritable), "{errors:?}");
+        }
     }
 }
