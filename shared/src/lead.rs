@@ -66,6 +66,12 @@ impl LeadError {
 }
 
 impl Lead {
+    /// Each role with the key of its answer in `extra`, in role order (for tests' assertions).
+    #[cfg(test)]
+    pub(crate) fn role_keys(&self) -> Vec<(Role, &str)> {
+        self.roles.iter().map(|(role, key)| (*role, key.as_str())).collect()
+    }
+
     /// The lead as JSON: `{"externalId","name","email","message","extra":{..}}`, for HTTP sinks.
     pub fn to_json(&self) -> Json {
         Json::Object(BTreeMap::from([
@@ -382,7 +388,7 @@ mod tests {
             panic!("an object")
         };
         let lead = object_lead("k".into(), &fields, &[]);
-        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        let roles = lead.role_keys();
         assert_eq!(roles, [(Role::Company, "company_name"), (Role::Phone, "Mobile")], "a list is no company");
         assert_eq!(lead.extra.len(), 5, "every answer stays in extra");
     }
@@ -393,7 +399,7 @@ mod tests {
             "firstName":"Ada","lastName":" Lovelace ","company":"Acme","Phone":"+1 555","companySize":"11-50"}}}"#;
         let lead = lead_from_receipt_default(&receipt(body)).unwrap();
         assert_eq!(lead.name, "Ada Lovelace");
-        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        let roles = lead.role_keys();
         assert_eq!(
             roles,
             [

@@ -200,7 +200,7 @@ mod tests {
         let body = r#"{"data":{"email":"a@x","first_name":"Ada","Surname":"Lovelace","Company":"Acme","phone":"+1 555"}}"#;
         let lead = lead(&receipt(body), &LeadPointers::default());
         assert_eq!(lead.name, "Ada Lovelace", "no name: the parts joined");
-        let roles: alloc::vec::Vec<(crate::lead::Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        let roles = lead.role_keys();
         use crate::lead::Role;
         assert_eq!(
             roles,

@@ -215,7 +215,7 @@ mod tests {
             {"key":"e","type":"INPUT_TEXT","label":"Last name","value":"Second"}]}}"#;
         let lead = lead(&receipt(body)).unwrap();
         assert_eq!(lead.name, "Ada Lovelace", "the parts joined, never the first name alone");
-        let roles: Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        let roles = lead.role_keys();
         assert_eq!(
             roles,
             [

@@ -261,7 +261,7 @@ mod tests {
             {"type":"text","text":"Acme","field":{"id":"c","type":"short_text","ref":"company"}}]}}"#;
         let lead = lead(&receipt(body)).unwrap();
         assert_eq!(lead.name, "Ada Lovelace");
-        let roles: alloc::vec::Vec<(Role, &str)> = lead.roles.iter().map(|(r, k)| (*r, k.as_str())).collect();
+        let roles = lead.role_keys();
         assert_eq!(
             roles,
             [(Role::FirstName, "01HX"), (Role::LastName, "last_name"), (Role::Company, "company"), (Role::Phone, "p")]

@@ -177,8 +177,8 @@ impl HubSpot {
     }
 
     /// Upserts the contacts of `leads` that gave an email, one input per person
-    /// ([`plan::people`]), a conflict, or a refusal of a property but the email, tried once more
-    /// at once ([`plan::second_tries`]): each person's contact
+    /// ([`plan::people`]), a conflict, or a refusal of its company or phone, tried once more at
+    /// once ([`plan::second_tries`]): each person's contact
     /// ([`plan::contact_results`]), by lowercased email.
     async fn contacts<'a>(
         &self,

@@ -57,9 +57,9 @@ pub(super) fn people<'a>(leads: impl Iterator<Item = &'a Lead>) -> BTreeMap<Stri
 }
 
 /// The contacts' inputs to try once more at once, each with its index: one whose answer was a
-/// conflict (a race with a concurrent create) as it was; one refused for a property other than
-/// its email ([`CONTACT_PROPERTY_REFUSED`]) without its company and phone (what a portal's
-/// validation rules most often refuse), so with its email and name.
+/// conflict (a race with a concurrent create) as it was; one refused for its company or phone
+/// ([`CONTACT_PROPERTY_REFUSED`]: a portal's validation rule) without them, so with its email
+/// and name.
 pub(super) fn second_tries(inputs: &[(String, Value)], written: &[Written]) -> Vec<(usize, (String, Value))> {
     let again = |i: usize| match &written[i] {
         Err(error) if *error == CONTACT_CONFLICT => Some((i, inputs[i].clone())),
