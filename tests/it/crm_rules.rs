@@ -179,53 +179,64 @@ async fn salesforce_refusals_of_the_org_s_setup_are_retried_with_their_reason_ne
 }
 
 #[tokio::test]
-async fn salesforce_two_upserts_of_one_id_at_once_make_one_lead_and_a_locked_row_waits() {
+async fn salesforce_two_creates_of_one_id_at_once_make_one_lead_and_a_locked_lead_is_never_touched() {
     let standin = salesforce();
     standin.state.lock().unwrap().hold = Duration::from_millis(400);
     let sink = salesforce_sink(&standin).await;
-    // The token first, so both upserts reach the row together.
+    // The token first, so both creates reach the org together.
     sink.upsert(&sample_lead("sub_sfl_warm"), "k").await.unwrap();
     let lead = sample_lead("sub_sfl_race");
     let (a, b) = tokio::join!(sink.upsert(&lead, "k"), sink.upsert(&lead, "k"));
     let mut results = [a, b];
     results.sort_by_key(|r| r.is_err());
-    assert_eq!(results, [Ok(()), retry("sink_concurrent_upsert")], "the second insert is DUPLICATE_VALUE");
-    // Retried, it finds the Lead and updates it: one Lead for the submission.
+    assert_eq!(
+        results,
+        [Ok(()), retry("sink_concurrent_upsert")],
+        "the second create is DUPLICATE_VALUE, and its query does not see the first's Lead yet"
+    );
+    // Retried, its query finds the Lead: one Lead for the submission, and two replays at once
+    // both find it.
     sink.upsert(&lead, "k").await.unwrap();
-    // Two updates at once: the second finds the row locked.
     let (a, b) = tokio::join!(sink.upsert(&lead, "k"), sink.upsert(&lead, "k"));
-    let mut results = [a, b];
-    results.sort_by_key(|r| r.is_err());
-    assert_eq!(results, [Ok(()), retry("sink_row_locked")]);
-    // A row another transaction holds: retried until it is released.
+    assert_eq!([a, b], [Ok(()), Ok(())]);
+    // A Lead another transaction holds (an earlier attempt wrote it before a crash): a replay
+    // writes nothing to it, so it need not wait for the lock.
     standin.state.lock().unwrap().hold = Duration::ZERO;
     standin.state.lock().unwrap().locked.insert("sub_sfl_race".into());
-    assert_eq!(sink.upsert(&lead, "k").await, retry("sink_row_locked"));
-    standin.state.lock().unwrap().locked.clear();
-    sink.upsert(&lead, "k").await.unwrap();
+    assert_eq!(sink.upsert(&lead, "k").await, Ok(()));
     let state = standin.state.lock().unwrap();
     assert_eq!(state.leads.keys().collect::<Vec<_>>(), ["sub_sfl_race", "sub_sfl_warm"]);
+    assert_eq!(state.assignments["sub_sfl_race"], 1, "assignment rules ran once, on the create");
 }
 
 #[tokio::test]
-async fn salesforce_a_receipt_whose_lead_is_locked_waits_until_the_lock_is_released() {
-    let w = World::start("crm-locked").await;
+async fn salesforce_a_replay_writes_nothing_so_a_rep_s_edits_stay_and_assignment_runs_once() {
+    let w = World::start("crm-sf-replay").await;
     let standin = salesforce();
-    // The submission's Lead exists (an earlier attempt wrote it before a crash) and another
-    // transaction holds it.
-    {
-        let mut state = standin.state.lock().unwrap();
-        state.leads.insert("sub_sfk".into(), json!({"LastName": "Earlier", "Company": "C"}));
-        state.locked.insert("sub_sfk".into());
-    }
     let handler = handler(&w, salesforce_sink(&standin).await);
-    w.deliver("sub_sfk");
-    assert_retried(&w, &handler, "sub_sfk").await;
-    standin.state.lock().unwrap().locked.clear();
+    w.deliver("sub_sfr");
     worker::drain(&w.poller(), &handler).await;
-    assert_status(&w, "sub_sfk", "COMPLETED", None);
+    assert_status(&w, "sub_sfr", "COMPLETED", None);
+    // A rep works the Lead: a new company, the phone they called.
+    let edited = {
+        let mut state = standin.state.lock().unwrap();
+        let lead = state.leads.get_mut("sub_sfr").unwrap();
+        lead["Company"] = json!("Called back: Analytical Engines Ltd");
+        lead["Phone"] = json!("+44 20 7946 0000");
+        lead.clone()
+    };
+    // A replay (reconcile, a redrive, a stream retry after the lead was written): found, and
+    // nothing written.
+    handler.sink.upsert(&sample_lead("sub_sfr"), "k").await.unwrap();
+    // Under a Block duplicate rule, the replay's create matches the submission's own Lead by
+    // its email (DUPLICATES_DETECTED): the query finds it all the same.
+    standin.state.lock().unwrap().duplicate_rule = DuplicateRule::Block;
+    handler.sink.upsert(&sample_lead("sub_sfr"), "k").await.unwrap();
     let state = standin.state.lock().unwrap();
-    assert_eq!((state.leads.len(), state.leads["sub_sfk"]["LastName"].as_str()), (1, Some("Integration-Lovelace")));
+    assert_eq!(state.leads["sub_sfr"], edited, "the rep's edits stay");
+    assert_eq!(state.leads.len(), 1);
+    assert_eq!(state.assignments["sub_sfr"], 1, "the org's assignment rules ran on the create only");
+    assert_eq!(state.queries, 2, "each replay's create was refused, and one query found the Lead");
 }
 
 #[tokio::test]
@@ -251,11 +262,12 @@ async fn salesforce_a_case_insensitive_external_id_field_is_refused_at_start() {
     let sink = salesforce_sink(&standin).await;
     sink.check_configuration().await.unwrap();
     // What the check prevents: with the field case insensitive (Salesforce's default once
-    // Unique is ticked), two submissions differing only in case upsert one Lead.
+    // Unique is ticked), two submissions differing only in case cannot both have a Lead (the
+    // second is refused as a duplicate of the first, for ever).
     standin.state.lock().unwrap().case_insensitive_ids = true;
     sink.upsert(&sample_lead("abcDEF"), "k").await.unwrap();
-    sink.upsert(&sample_lead("ABCdef"), "k").await.unwrap();
-    assert_eq!(standin.state.lock().unwrap().leads.len(), 1, "one submission lost in the org");
+    assert_eq!(sink.upsert(&sample_lead("ABCdef"), "k").await, retry("sink_concurrent_upsert"));
+    assert_eq!(standin.state.lock().unwrap().leads.len(), 1, "one submission without a Lead");
     let Err(CheckError::Wrong(text)) = sink.check_configuration().await else { panic!("the check must refuse") };
     assert!(text.starts_with("SALESFORCE_EXTERNAL_ID_FIELD") && text.contains("case sensitive"), "{text}");
     standin.state.lock().unwrap().case_insensitive_ids = false;
@@ -269,8 +281,8 @@ async fn salesforce_a_converted_lead_is_the_submission_s_lead_and_a_replay_leave
     let w = World::start("crm-converted").await;
     let standin = salesforce();
     // The submission's Lead was written (before a crash, say) and sales converted it; the
-    // replay of its receipt (the stream's retry, reconcile, a redrive) is refused
-    // CANNOT_UPDATE_CONVERTED_LEAD: COMPLETED, never FAILED, and the Lead untouched.
+    // replay of its receipt (the stream's retry, reconcile, a redrive) finds it: COMPLETED,
+    // never FAILED, and the Lead untouched.
     {
         let mut state = standin.state.lock().unwrap();
         state.leads.insert("sub_sfc".into(), json!({"LastName": "Lovelace", "Company": "Converted Co"}));
@@ -377,17 +389,31 @@ async fn salesforce_a_blank_company_or_name_is_filled_never_refused_for_ever() {
 }
 
 #[tokio::test]
-async fn salesforce_a_record_makes_at_most_its_budget_s_five_calls() {
+async fn salesforce_a_record_makes_at_most_its_budget_s_calls() {
     let standin = salesforce();
     let sink = salesforce_sink(&standin).await;
-    // The worst record: a token, an upsert answered 401, one new token, an upsert whose email
-    // Salesforce refuses, the upsert without it. Never a third token.
+    // A bad record: a token, a create answered 401, one new token, a create whose email
+    // Salesforce refuses, the create without it. Never a third token.
     standin.state.lock().unwrap().refused_emails.insert(delivery::VISITOR_EMAIL.to_owned());
     standin.fail_next(tests::stub_http::FailNext::new(1, 401));
     sink.upsert(&sample_lead("sub_sfw"), "k").await.unwrap();
-    let state = standin.state.lock().unwrap();
-    assert_eq!((state.issued, state.upserts.len()), (2, 2), "two tokens, and the 401 never reached the upsert");
-    assert!(state.leads["sub_sfw"].get("Email").is_none());
+    {
+        let state = standin.state.lock().unwrap();
+        assert_eq!((state.issued, state.upserts.len()), (2, 2), "two tokens, and the 401 never reached the create");
+        assert!(state.leads["sub_sfw"].get("Email").is_none());
+    }
+    // Its replay after an expired session: a 401, a new token, the create refused for the
+    // email, the create without it refused as a duplicate, the query: within the budget's
+    // seven calls.
+    standin.expire_tokens();
+    let calls = || {
+        let state = standin.state.lock().unwrap();
+        state.api_used + state.issued as u64
+    };
+    let before = calls();
+    sink.upsert(&sample_lead("sub_sfw"), "k").await.unwrap();
+    assert_eq!(calls() - before, 5, "401, token, create, create, query");
+    assert_eq!(standin.state.lock().unwrap().issued, 3);
 }
 
 #[tokio::test]
@@ -396,8 +422,7 @@ async fn salesforce_a_record_through_the_collection_never_fetches_a_third_token(
     let sink = salesforce_sink(&standin).await;
     sink.upsert(&sample_lead("sub_sfc_warm"), "k").await.unwrap();
     // The session in hand has ended, and each new one ends after one call: a 401, one new
-    // token, the collection whose email Salesforce refuses, then a 401 again. An ID with `/`
-    // goes through the collection; the budget's five calls hold there too: no third token,
+    // token, the collection whose email Salesforce refuses, then a 401 again. No third token:
     // the record is retried later.
     standin.expire_tokens();
     {
@@ -411,7 +436,7 @@ async fn salesforce_a_record_through_the_collection_never_fetches_a_third_token(
         let state = standin.state.lock().unwrap();
         (state.issued, state.collections.len())
     };
-    assert_eq!((issued, collections), (2, 1), "the old token, one new one; one collection served");
+    assert_eq!((issued, collections), (2, 2), "the old token, one new one; the warm-up's collection and one more");
     // The next try, sessions as usual: written, without the refused address.
     standin.state.lock().unwrap().calls_per_session = None;
     sink.upsert(&lead, "k").await.unwrap();

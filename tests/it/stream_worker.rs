@@ -328,12 +328,12 @@ fn salesforce_config(standin: &SalesforceStandIn, secret: &str) -> SinkConfig {
 }
 
 #[tokio::test]
-async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
+async fn salesforce_creates_once_and_refuses_multiple_matches() {
     let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
     let sink = Sink::connect(&salesforce_config(&standin, "sf-secret")).await.unwrap();
     let lead = sample_lead("sub_sf");
-    sink.upsert(&lead, "k").await.unwrap(); // 201
-    sink.upsert(&lead, "k").await.unwrap(); // 204
+    sink.upsert(&lead, "k").await.unwrap(); // created
+    sink.upsert(&lead, "k").await.unwrap(); // refused as a duplicate, found by the query
     {
         let state = standin.state.lock().unwrap();
         assert_eq!(state.leads.len(), 1);
@@ -364,9 +364,13 @@ async fn salesforce_creates_then_updates_and_refuses_multiple_matches() {
         standin.state.lock().unwrap().leads["sub_sf_email"]["Description"],
         "hi\n\nOther answers:\nplan: pro\n\n(email as submitted: not an email)"
     );
-    // An ID with characters a path must encode arrives as the same value.
-    sink.upsert(&sample_lead("sub/8fK2?x#y"), "k").await.unwrap();
-    assert!(standin.state.lock().unwrap().leads.contains_key("sub/8fK2?x#y"));
+    // An ID with characters a path or a SOQL literal must escape arrives as the same value, and
+    // its replay finds it.
+    for _ in 0..2 {
+        sink.upsert(&sample_lead(r"sub/8fK2?x#y'z\+ é"), "k").await.unwrap();
+    }
+    assert!(standin.state.lock().unwrap().leads.contains_key(r"sub/8fK2?x#y'z\+ é"));
+    assert_eq!(standin.state.lock().unwrap().queries, 2, "sub_sf's replay, then this one's: each query found its Lead");
     standin.state.lock().unwrap().ambiguous.insert("sub_dup".into());
     assert_eq!(
         sink.upsert(&sample_lead("sub_dup"), "k").await,
@@ -399,8 +403,8 @@ async fn salesforce_configuration_mistakes_are_caught_at_start_and_retried_never
     let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
     let sink = Sink::connect(&salesforce_config(&standin, "sf-secret")).await.unwrap();
     sink.check_configuration().await.unwrap();
-    // A field name the org does not have: refused at start; the upserts answer 404 NOT_FOUND,
-    // which is the configuration, not the lead.
+    // A field name the org does not have: refused at start; the creates answer 400
+    // INVALID_FIELD, which is the configuration, not the lead.
     let mut misnamed = salesforce_config(&standin, "sf-secret");
     if let SinkConfig::Salesforce { external_id_field, .. } = &mut misnamed {
         *external_id_field = "Typo__c".into();

@@ -1,8 +1,11 @@
-//! Salesforce: upsert a Lead by an external ID field holding the submission ID.
+//! Salesforce: create a Lead holding the submission ID in a Unique external ID field, once.
 //!
-//! `PATCH /services/data/vNN.N/sobjects/Lead/<field>/<submissionId>`: 201 created, 200 or 204
-//! updated, 300 when several Leads match (a data problem: permanent for this lead). An ID with
-//! `/` has no documented path form: it goes as a collection of one ([`batch`]), as batches do.
+//! `POST /services/data/vNN.N/composite/sobjects` (sObject Collections, [`batch`]), one call for
+//! a stream batch and for a single lead alike; the external ID field's uniqueness (checked at
+//! start) refuses a second Lead for a submission (`DUPLICATE_VALUE`), and one query then finds
+//! the first ([`lookup`]): a replay (a redrive, a stream retry after the lead was written,
+//! reconcile) writes nothing, so a rep's edits stay and the org's assignment rules run on the
+//! create only.
 //!
 //! Access is the OAuth 2.0 client credentials flow of a connected app: `POST
 //! <My Domain>/services/oauth2/token` with the client ID and secret gives an access token (and
@@ -10,7 +13,7 @@
 //! does not say when, so the token is cached and fetched again once when a call answers 401
 //! `INVALID_SESSION_ID`; a 401 again after that is retried as `sink_unauthorized`.
 //!
-//! Every upsert carries `Sforce-Duplicate-Rule-Header: allowSave=true`: a duplicate rule whose
+//! Every create carries `Sforce-Duplicate-Rule-Header: allowSave=true`: a duplicate rule whose
 //! action is Alert (the standard Lead rule's) would otherwise refuse a person's second
 //! submission through the API (`DUPLICATES_DETECTED`); rules whose action is Block still block.
 //!
@@ -20,8 +23,8 @@
 //! never `FAILED`; only the lead's own content fails it. An email Salesforce refuses costs
 //! the `Email` field, never the lead ([`lead::email_accepted`], then one more try without it);
 //! a phone the org's field setup refuses costs `Phone` ([`refusals::may_be_the_phone`]).
-//! A converted Lead is the submission's lead already: done, untouched. 415 (the request's
-//! format) is retried as `sink_unsupported_media_type`; 503 with its `Retry-After`.
+//! 415 (the request's format) is retried as `sink_unsupported_media_type`; 503 with its
+//! `Retry-After`.
 
 use shared::lead::Lead;
 
@@ -31,10 +34,11 @@ mod api;
 pub mod batch;
 pub mod lead;
 pub mod limits;
+pub mod lookup;
 pub mod refusals;
 
 pub use api::{classify_answer, Login, Salesforce, DUPLICATE_RULE_HEADER};
-pub use lead::{external_id, fields, path_segment, NOT_PROVIDED};
+pub use lead::{external_id, fields, NOT_PROVIDED};
 
 impl Salesforce {
     /// Checks, once at start, that the credentials work and the external ID field exists on
@@ -122,58 +126,16 @@ impl LeadSink for Salesforce {
     }
 
     fn record_budget(&self) -> std::time::Duration {
-        // A token, the upsert, once more both after an expired session, and the upsert again
-        // without an email Salesforce refused, and again without a phone the org refused: six
-        // calls.
-        6 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
+        // A token, the create, once more both after an expired session, the create again
+        // without an email Salesforce refused, and again without a phone the org refused, and
+        // the query when it is refused as a duplicate: seven calls.
+        7 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
 
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
-        let id = external_id(&lead.external_id);
-        // Salesforce documents no `%2F` in a path, and its users report it found (a GET) and
-        // refused `NOT_FOUND` (an upsert): an ID with `/` goes in the body instead, as a
-        // collection of one, which every batch already uses, so both name the same Lead.
-        if id.contains('/') {
-            let unexpected = Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None });
-            return self.upsert_collection(&[BatchItem { lead, receipt_key }]).await.pop().unwrap_or(unexpected);
-        }
-        // Submission IDs may hold any other character but controls: one path segment,
-        // percent-encoded.
-        let segment = path_segment(&id);
-        let mut fields = fields(lead, self.phone_writable());
-        // A new token at most once per record, whatever else is tried again.
-        let (mut fresh, mut refreshed) = (false, false);
-        loop {
-            let response = self.patch(&format!("{}/{segment}", self.path), &fields, fresh).await?;
-            fresh = false;
-            match response.status().as_u16() {
-                200 | 201 | 204 => return Ok(()),
-                300 => return Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
-                // The session ended: one new token, then the call again.
-                401 if !refreshed => (fresh, refreshed) = (true, true),
-                status => {
-                    let retry_after =
-                        response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                    let body = response.text().await.unwrap_or_default();
-                    // An address Salesforce refuses though it passed our check: once more
-                    // without `Email` (kept in `Description`), so the lead is still written.
-                    let errors = refusals::errors(&body);
-                    let email_refused = errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS");
-                    if status == 400 && email_refused && fields.get("Email").is_some() {
-                        fields = lead::without(lead, fields, "Email");
-                        continue;
-                    }
-                    // The org's field setup may refuse the phone: once more without it (kept in
-                    // `Description`), so a phone costs its field, never the lead.
-                    if status == 400 && fields.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
-                        self.note_phone_refused(&errors);
-                        fields = lead::without(lead, fields, "Phone");
-                        continue;
-                    }
-                    return classify_answer(status, retry_after.as_deref(), &body, self.field());
-                }
-            }
-        }
+        // A collection of one: the same call, answer and refusals as a batch's.
+        let unexpected = Err(SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None });
+        self.upsert_collection(&[BatchItem { lead, receipt_key }]).await.pop().unwrap_or(unexpected)
     }
 }
 
@@ -183,17 +145,17 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_salesforce_record_may_take_six_calls_and_the_store_update() {
+    fn a_salesforce_record_may_take_seven_calls_and_the_store_update() {
         let login = Login {
             domain_url: "https://x.my.salesforce.com".into(),
             client_id: "i".into(),
             client_secret: "s".into(),
         };
         let sink = Salesforce::new(reqwest::Client::new(), login, "62.0", "F__c");
-        // A token, the upsert, both again after an expired session, the upsert once more
-        // without an email Salesforce refused, and once more without a phone the org refused;
-        // docs/sinks.md: 71 s.
-        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(71));
+        // A token, the create, both again after an expired session, the create once more
+        // without an email Salesforce refused, once more without a phone the org refused, and
+        // the query of a duplicate; docs/sinks.md: 81 s.
+        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(81));
         assert_eq!(sink.field(), "F__c", "the field its refusals are read against");
     }
 

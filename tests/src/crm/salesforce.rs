@@ -1,4 +1,5 @@
-//! Salesforce's Lead upsert by an external ID field, as strict as the org it stands for.
+//! Salesforce's Lead create and upsert by an external ID field, and the query that finds a Lead
+//! by it, as strict as the org it stands for.
 //!
 //! Behind the OAuth 2.0 client credentials flow: tokens come from `/services/oauth2/token`, and
 //! expire on demand (`expire_tokens`), as sessions do after their timeout, or after
@@ -27,7 +28,15 @@
 //! - a validation rule on `Phone` (`phone_refusal`);
 //! - the org's setup (`org_refusal`: `REQUIRED_FIELD_MISSING`, `FIELD_CUSTOM_VALIDATION_EXCEPTION`,
 //!   `INVALID_FIELD_FOR_INSERT_UPDATE`, ... on every upsert), converted Leads
-//!   (`CANNOT_UPDATE_CONVERTED_LEAD`), several Leads for one ID (300).
+//!   (`CANNOT_UPDATE_CONVERTED_LEAD`), several Leads for one ID (300);
+//! - the external ID field Unique: a create (`POST .../composite/sobjects`, "Create Multiple
+//!   Records with Fewer Round-Trips") of a value a Lead holds is refused `DUPLICATE_VALUE`,
+//!   naming the field in its message only (`fields` empty, as Salesforce answers);
+//! - SOQL (`GET .../query?q=SELECT <field> FROM Lead WHERE <field> IN (...)`, the one form the
+//!   sink sends; anything else is `MALFORMED_QUERY`): string literals with `\` escapes, text
+//!   compared without case, as SOQL compares it;
+//! - assignment rules (`assignments`): each save runs them unless the request says
+//!   `Sforce-Auto-Assign: FALSE` (Salesforce applies them when the header is absent or TRUE).
 //!
 //! `fail_next` answers the next API calls (never the token endpoint) with Salesforce's bodies:
 //! 401 `INVALID_SESSION_ID` (a count of 2 outlasts the one new token a client fetches), 403
@@ -112,6 +121,10 @@ pub struct SalesforceState {
     pub api_used: u64,
     /// sObject Collections calls served, and the records they carried.
     pub collections: Vec<usize>,
+    /// SOQL queries served.
+    pub queries: usize,
+    /// How many times the org's assignment rules ran on each Lead (by external ID).
+    pub assignments: BTreeMap<String, usize>,
     /// Upserts in progress, by the ID as the field compares it.
     in_flight: BTreeSet<String>,
 }
@@ -298,11 +311,23 @@ fn serve_api(
         }));
         return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
     }
-    let header = request.header("sforce-duplicate-rule-header").map(str::to_owned);
+    let headers = Headers {
+        duplicate_rule: request.header("sforce-duplicate-rule-header").map(str::to_owned),
+        assign: request.header("sforce-auto-assign").is_none_or(|v| !v.eq_ignore_ascii_case("false")),
+    };
     let collection = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
     if request.method == "PATCH" && request.path.eq_ignore_ascii_case(&collection) {
         drop(state);
-        return collection_upsert(shared, request, field, header.as_deref());
+        return collection_save(shared, request, field, &headers, Save::Upsert);
+    }
+    if request.method == "POST" && request.path == format!("/services/data/v{version}/composite/sobjects") {
+        drop(state);
+        return collection_save(shared, request, field, &headers, Save::Create);
+    }
+    let query = format!("/services/data/v{version}/query?q=");
+    if let Some(q) = request.path.strip_prefix(&query).filter(|_| request.method == "GET") {
+        state.queries += 1;
+        return soql(&state, field, &percent_decode(&q.replace('+', " ")));
     }
     // The object and field names in the path compare without case too.
     let id = request
@@ -327,21 +352,100 @@ fn serve_api(
         let message = "The requested resource does not exist";
         return StubResponse::json(404, json!([{"errorCode": "NOT_FOUND", "message": message}]));
     }
-    upsert_record(shared, field, &percent_decode(id), &body, header.as_deref())
+    upsert_record(shared, field, &percent_decode(id), &body, &headers, Save::Upsert)
 }
 
-/// sObject Collections upsert (`PATCH .../composite/sobjects/Lead/<field>`, API v46.0 on): up
-/// to 200 records, each with `attributes.type` Lead and the external ID field, upserted in
-/// order as single upserts are, `allOrNone` false; one UpsertResult per record, in the
-/// records' order (`{id, success, errors: [{statusCode, message, fields}], created}`). A
-/// record whose ID matches several Leads is `DUPLICATE_EXTERNAL_ID`; one that repeats another
-/// record's ID in the request is `DUPLICATE_VALUE` ("Duplicate external id specified"). Over 200 records, or `allOrNone` true, is refused whole here (the
+/// The request headers the org reads when it saves a Lead.
+struct Headers {
+    /// `Sforce-Duplicate-Rule-Header`.
+    duplicate_rule: Option<String>,
+    /// Whether assignment rules run (`Sforce-Auto-Assign` absent or not `FALSE`).
+    assign: bool,
+}
+
+/// How a save treats a Lead that holds the external ID already.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Save {
+    /// Updates it.
+    Upsert,
+    /// Refuses the new one (`DUPLICATE_VALUE`): the field is Unique.
+    Create,
+}
+
+/// A SOQL query of the form the sink sends, answered with the Leads whose external ID equals
+/// one of the literals without case (as SOQL compares text); a Lead of an `ambiguous` ID twice.
+fn soql(state: &SalesforceState, field: &str, query: &str) -> StubResponse {
+    let malformed =
+        || StubResponse::json(400, json!([{"errorCode": "MALFORMED_QUERY", "message": "unexpected token"}]));
+    let words: Vec<&str> = query.splitn(8, ' ').collect();
+    let [select, selected, from, object, r#where, filtered, r#in, list] = words[..] else { return malformed() };
+    let keywords = [(select, "SELECT"), (from, "FROM"), (object, "Lead"), (r#where, "WHERE"), (r#in, "IN")];
+    if keywords.iter().any(|(word, expected)| !word.eq_ignore_ascii_case(expected)) {
+        return malformed();
+    }
+    if !selected.eq_ignore_ascii_case(field) || !filtered.eq_ignore_ascii_case(field) {
+        return StubResponse::json(400, json!([{"errorCode": "INVALID_FIELD", "message": "No such column"}]));
+    }
+    let Some(values) = literals(list) else { return malformed() };
+    let asked = |id: &str| values.iter().any(|v| v.to_lowercase() == id.to_lowercase());
+    let mut records: Vec<Value> = Vec::new();
+    for id in state.leads.keys().chain(state.ambiguous.iter()).chain(state.ambiguous.iter()) {
+        if asked(id) {
+            records.push(
+                json!({"attributes": {"type": "Lead", "url": "/services/data/v60.0/sobjects/Lead/00Q1"}, field: id}),
+            );
+        }
+    }
+    StubResponse::json(200, json!({"totalSize": records.len(), "done": true, "records": records}))
+}
+
+/// `('a','b\'c')` as its values, or `None` when it is not a list of SOQL string literals.
+fn literals(list: &str) -> Option<Vec<String>> {
+    let inner = list.strip_prefix('(')?.strip_suffix(')')?;
+    let mut values = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        if chars.next()? != '\'' {
+            return None;
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next()? {
+                '\'' => break,
+                '\\' => value.push(match chars.next()? {
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    c @ ('\\' | '\'' | '"') => c,
+                    _ => return None,
+                }),
+                c => value.push(c),
+            }
+        }
+        values.push(value);
+        match chars.next() {
+            None => return Some(values),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+/// sObject Collections upsert (`PATCH .../composite/sobjects/Lead/<field>`, API v46.0 on) or
+/// create (`POST .../composite/sobjects`): up to 200 records, each with `attributes.type` Lead
+/// and the external ID field, saved in order as single saves are, `allOrNone` false; one
+/// result per record, in the records' order (`{id, success, errors: [{statusCode, message,
+/// fields}], created}`). An upsert's record whose ID matches several Leads is
+/// `DUPLICATE_EXTERNAL_ID`; one that repeats another record's ID in the request is
+/// `DUPLICATE_VALUE` ("Duplicate external id specified"); a create's repeat is refused as a
+/// duplicate of the first. Over 200 records, or `allOrNone` true, is refused whole here (the
 /// sink never sends either).
-fn collection_upsert(
+fn collection_save(
     shared: &Mutex<SalesforceState>,
     request: &StubRequest,
     field: &str,
-    header: Option<&str>,
+    headers: &Headers,
+    save: Save,
 ) -> StubResponse {
     if let Err(refused) = json_body(request) {
         return refused;
@@ -354,12 +458,17 @@ fn collection_upsert(
             json!([{"errorCode": "INVALID_BATCH_REQUEST", "message": "1 to 200 records, allOrNone false"}]),
         );
     }
-    // A field the user may not see is no column of its request: the whole call is refused (the
-    // stricter of the two answers Salesforce might give; the sink handles both).
+    // A field the user may not see, or the org lacks, is no column of its request: the whole
+    // call is refused (the stricter of the two answers Salesforce might give; the sink handles
+    // both).
     let hidden = shared.lock().unwrap().hidden_fields.clone();
-    let names_hidden =
-        |r: &Value| r.as_object().is_some_and(|o| o.keys().any(|k| hidden.iter().any(|h| h.eq_ignore_ascii_case(k))));
-    if let Some(name) = records.iter().find(|r| names_hidden(r)).and_then(|_| hidden.iter().next()) {
+    let column = |k: &str| {
+        k == "attributes"
+            || k.eq_ignore_ascii_case(field)
+            || LEAD_FIELDS.iter().any(|(name, _)| name.eq_ignore_ascii_case(k) && !hidden.contains(name))
+    };
+    let unknown = records.iter().filter_map(Value::as_object).flat_map(|o| o.keys()).find(|k| !column(k));
+    if let Some(name) = unknown {
         return StubResponse::json(
             400,
             json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
@@ -385,7 +494,7 @@ fn collection_upsert(
                 return failed("INVALID_TYPE", "attributes.type must be Lead");
             }
             let Some(id) = id_of(record) else { return failed("MISSING_ARGUMENT", "the external ID field is required") };
-            if repeated.contains(&key(&id)) {
+            if save == Save::Upsert && repeated.contains(&key(&id)) {
                 // Salesforce's answer for a value repeated within the request.
                 return failed("DUPLICATE_VALUE", &format!("Duplicate external id specified: {id}"));
             }
@@ -394,7 +503,7 @@ fn collection_upsert(
                 object.remove("attributes");
                 object.retain(|k, _| !k.eq_ignore_ascii_case(field));
             }
-            let answer = upsert_record(shared, field, &id, &fields, header);
+            let answer = upsert_record(shared, field, &id, &fields, headers, save);
             let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
             match answer.status {
                 200 | 201 => json!({"id": body["id"], "success": true, "errors": [], "created": answer.status == 201}),
@@ -425,39 +534,50 @@ fn json_body(request: &StubRequest) -> Result<(), StubResponse> {
     Ok(())
 }
 
-/// One upsert of `body`'s fields by the external ID `id`, as the org runs it (a single upsert's
+/// One save of `body`'s fields by the external ID `id`, as the org runs it (a single upsert's
 /// answer: 200 or 201, 300, or a refusal's error array).
 fn upsert_record(
     shared: &Mutex<SalesforceState>,
     field: &str,
     id: &str,
     body: &Value,
-    header: Option<&str>,
+    headers: &Headers,
+    save: Save,
 ) -> StubResponse {
     let mut state = shared.lock().unwrap();
     let id = id.to_owned();
+    let header = headers.duplicate_rule.as_deref();
     state.upserts.push(header.map(str::to_owned));
     let fields = match validate(&state, body) {
         Ok(fields) => fields,
         Err(refused) => return refused,
     };
-    // Row locks: one upsert of an ID at a time; the second of two inserts is refused
-    // as a duplicate of the first's value.
+    // Row locks: one save of an ID at a time; the second of two inserts is refused as a
+    // duplicate of the first's value. A create touches no existing row: the field being
+    // Unique, a value a Lead holds is refused once the Lead's rules have run (validation,
+    // duplicate rules), the field named in the message only.
     let existing = state.matching(&id);
+    let ambiguous = state.ambiguous.iter().any(|a| state.key(a) == state.key(&id));
+    let unique = || {
+        refusal(
+            "DUPLICATE_VALUE",
+            &format!("duplicate value found: {field} duplicates value on record with id: 00Q000000000001"),
+            &[],
+        )
+    };
+    let updates = save == Save::Upsert;
     if state.in_flight.contains(&state.key(&id)) {
         return match existing {
-            Some(_) => refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]),
-            None => refusal(
-                "DUPLICATE_VALUE",
-                &format!("duplicate value found: {field} duplicates value on record with id: 00Q000000000001"),
-                &[],
-            ),
+            Some(_) if updates => {
+                refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[])
+            }
+            _ => unique(),
         };
     }
-    if existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
+    if updates && existing.as_ref().is_some_and(|e| state.locked.contains(e)) {
         return refusal("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record", &[]);
     }
-    if state.ambiguous.iter().any(|a| state.key(a) == state.key(&id)) {
+    if updates && ambiguous {
         return StubResponse::json(
             300,
             json!(["/services/data/v60.0/sobjects/Lead/00Q1", "/services/data/v60.0/sobjects/Lead/00Q2"]),
@@ -469,11 +589,15 @@ fn upsert_record(
     if let (Some(code), Some(_)) = (state.phone_refusal, fields.get("Phone")) {
         return refusal(code, "Enter the phone as (999) 999-9999", &[]);
     }
-    if existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
+    if updates && existing.as_ref().is_some_and(|e| state.converted.contains(e)) {
         return refusal("CANNOT_UPDATE_CONVERTED_LEAD", "cannot reference converted lead", &[]);
     }
-    if let Some(refused) = duplicate_rule(&state, header, existing.as_deref(), &fields) {
+    let saved_as = if updates { existing.as_deref() } else { None };
+    if let Some(refused) = duplicate_rule(&state, header, saved_as, &fields) {
         return refused;
+    }
+    if !updates && (existing.is_some() || ambiguous) {
+        return unique();
     }
     // The row is held while the upsert runs; the lock on the org is not.
     let key = state.key(&id);
@@ -483,6 +607,9 @@ fn upsert_record(
     std::thread::sleep(hold);
     let mut state: MutexGuard<'_, SalesforceState> = shared.lock().unwrap();
     state.in_flight.remove(&key);
+    if headers.assign {
+        *state.assignments.entry(id.clone()).or_default() += 1;
+    }
     // Looked up again: the test may have changed the org during the hold.
     match state.matching(&id) {
         Some(stored) => {

@@ -1,6 +1,7 @@
 //! The Salesforce org as the sink reaches it: the client, its session (a token per client
-//! credentials login), the API allocation it keeps within, the one PATCH every upsert sends,
-//! and what an upsert's answer means. Below the collections ([`super::batch`]) and the sink.
+//! credentials login), the API allocation it keeps within, the calls it makes (a collection
+//! create, a query) and what a refusal means. Below the collections ([`super::batch`]) and the
+//! sink.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -17,10 +18,13 @@ pub const DUPLICATE_RULE_HEADER: (&str, &str) = ("Sforce-Duplicate-Rule-Header",
 pub struct Salesforce {
     pub(super) client: reqwest::Client,
     pub(super) login: Login,
-    /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL.
+    /// `/services/data/vNN.N/sobjects/Lead/<field>`, after the instance URL (its describe, and
+    /// the external ID field's name).
     pub(super) path: String,
-    /// `/services/data/vNN.N/composite/sobjects/Lead/<field>`: sObject Collections.
+    /// `/services/data/vNN.N/composite/sobjects`: sObject Collections create.
     pub(super) collection_path: String,
+    /// `/services/data/vNN.N/query`: SOQL.
+    pub(super) query_path: String,
     /// The org's API allocation as the answers so far describe it.
     pub(super) allocation: Mutex<limits::Allocation>,
     /// The current access token and the instance URL it is for.
@@ -47,12 +51,14 @@ pub(super) struct Session {
 impl Salesforce {
     pub fn new(client: reqwest::Client, login: Login, version: &str, field: &str) -> Salesforce {
         let path = format!("/services/data/v{version}/sobjects/Lead/{field}");
-        let collection_path = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
+        let collection_path = format!("/services/data/v{version}/composite/sobjects");
+        let query_path = format!("/services/data/v{version}/query");
         Salesforce {
             client,
             login,
             path,
             collection_path,
+            query_path,
             allocation: Mutex::default(),
             session: Mutex::new(None),
             phone: AtomicBool::new(false),
@@ -91,10 +97,10 @@ impl Salesforce {
         }
     }
 
-    /// A `PATCH` of `body` to `path` (after the instance URL) with the duplicate rule header,
+    /// A `POST` of `body` to `path` (after the instance URL) with the duplicate rule header,
     /// on the cached session (a new one when `fresh`), once the allocation allows a call; the
-    /// answer's `Sforce-Limit-Info` is noted. The single upsert and the collection both send so.
-    pub(super) async fn patch(
+    /// answer's `Sforce-Limit-Info` is noted. Every collection create sends so.
+    pub(super) async fn post(
         &self,
         path: &str,
         body: &serde_json::Value,
@@ -104,10 +110,21 @@ impl Salesforce {
         let session = self.session(fresh).await?;
         let request = self
             .client
-            .patch(format!("{}{path}", session.instance_url))
+            .post(format!("{}{path}", session.instance_url))
             .bearer_auth(&session.token)
             .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
             .json(body);
+        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        self.note_usage(response.headers());
+        Ok(response)
+    }
+
+    /// A SOQL query (`GET .../query?q=`), as [`Salesforce::post`] sends its calls.
+    pub(super) async fn query(&self, soql: &str, fresh: bool) -> Result<reqwest::Response, SinkError> {
+        self.check_allocation()?;
+        let session = self.session(fresh).await?;
+        let url = format!("{}{}", session.instance_url, self.query_path);
+        let request = self.client.get(url).query(&[("q", soql)]).bearer_auth(&session.token);
         let response = request.send().await.map_err(|e| transport_error(&e))?;
         self.note_usage(response.headers());
         Ok(response)
@@ -153,8 +170,7 @@ impl Salesforce {
     }
 }
 
-/// An upsert's answer other than 200, 201, 204 and 300 (`field`: the external ID field): its
-/// error codes first
+/// A call's answer other than 200 (`field`: the external ID field): its error codes first
 /// ([`refusals::meaning`]: `Ok` for a converted Lead), then its status ([`classify_status`]: 415
 /// retried as `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx
 /// the lead's).

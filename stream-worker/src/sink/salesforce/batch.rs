@@ -1,12 +1,17 @@
-//! sObject Collections upsert (`PATCH /services/data/vNN.N/composite/sobjects/Lead/<field>`,
-//! API v46.0 and later): up to [`BATCH_SIZE`] Leads in one call, `allOrNone: false`, so each
-//! record is saved or refused on its own. Salesforce answers 200 with one UpsertResult per
-//! record, in the records' order (its documented contract; the results carry no external ID to
-//! match by), each refusal classified as a single upsert's is ([`super::refusals`]): a record
-//! whose email Salesforce refuses goes once more without `Email`, in a second call with the
-//! others refused for it, and one whose phone the org's field setup refuses without `Phone`
-//! (a whole call refused so: every record without it); one whose ID matches several Leads
-//! (`DUPLICATE_EXTERNAL_ID`, the single upsert's 300) is `sink_multiple_matches`.
+//! sObject Collections create (`POST /services/data/vNN.N/composite/sobjects`): up to
+//! [`BATCH_SIZE`] Leads in one call, `allOrNone: false`, so each record is saved or refused on
+//! its own. Salesforce answers 200 with one SaveResult per record, in the records' order (its
+//! documented contract; the results carry no external ID to match by), each refusal classified
+//! by its codes ([`super::refusals`]): a record whose email Salesforce refuses goes once more
+//! without `Email`, in a second call with the others refused for it, and one whose phone the
+//! org's field setup refuses without `Phone` (a whole call refused so: every record without it).
+//!
+//! Leads are created, never updated: a record refused as a duplicate of its external ID's
+//! value (`DUPLICATE_VALUE`, the field Unique) may be a replay of a submission whose Lead
+//! exists. One SOQL query for those IDs decides ([`lookup`]): a Lead found is the submission's,
+//! done and untouched, so a rep's edits, the owner and a conversion stay, and the org's
+//! assignment rules run once, on the create; several found is `sink_multiple_matches`; none is
+//! another create of the ID not committed yet, retried.
 
 use serde_json::{json, Value};
 use shared::lead::Lead;
@@ -33,15 +38,19 @@ fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
     fields
 }
 
-/// What one UpsertResult says of its record.
+/// What one SaveResult says of its record.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Saved(Result<(), SinkError>),
     /// Refused for this field's value (`Email`, or maybe `Phone`): send it again without.
     Without(&'static str),
+    /// Refused as a duplicate of the external ID's value, or of another Lead by a duplicate
+    /// rule: a Lead may hold the submission already (a replay); [`lookup`] decides, and none
+    /// found is retried with this reason.
+    Taken(&'static str),
 }
 
-/// An UpsertResult's errors, as a single upsert's refusal reads.
+/// A SaveResult's errors, as a refusal's error array reads.
 fn refusals_of(result: &Value) -> Vec<Refusal> {
     let text = |v: &Value| v.as_str().map(str::to_owned);
     result["errors"]
@@ -55,7 +64,7 @@ fn refusals_of(result: &Value) -> Vec<Refusal> {
         .collect()
 }
 
-/// One UpsertResult of `record`, judged as a single upsert's answer would be.
+/// One SaveResult of `record` (`field`: the external ID field), judged by its codes.
 pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     if result["success"] == Value::Bool(true) {
         return Outcome::Saved(Ok(()));
@@ -64,8 +73,15 @@ pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     if errors.is_empty() {
         return Outcome::Saved(Err(UNEXPECTED));
     }
-    if errors.iter().any(|e| e.code == "DUPLICATE_EXTERNAL_ID") {
-        return Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }));
+    // Salesforce's answer names the field in its message only (never read): an error naming no
+    // field may be the external ID's, one naming another unique field is the org's.
+    let ours = |e: &Refusal| e.fields.is_empty() || e.fields.iter().any(|f| f.eq_ignore_ascii_case(field));
+    if errors.iter().any(|e| e.code == "DUPLICATE_VALUE" && ours(e)) {
+        return Outcome::Taken("sink_concurrent_upsert");
+    }
+    // A Block duplicate rule matches a replay's create to the submission's own Lead.
+    if errors.iter().any(|e| e.code == "DUPLICATES_DETECTED") {
+        return Outcome::Taken("sink_org_duplicate_rule");
     }
     if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
         return Outcome::Without("Email");
@@ -86,13 +102,16 @@ pub fn first_of_each(indices: &[usize], key: impl Fn(usize) -> String) -> (Vec<u
 }
 
 impl Salesforce {
-    /// Upserts `items`' Leads ([`BATCH_SIZE`] at most): one result per item, in their order.
+    /// Creates `items`' Leads ([`BATCH_SIZE`] at most), or finds them created: one result per
+    /// item, in their order.
     pub async fn upsert_collection(&self, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
         let field = self.field().to_owned();
         let phone = self.phone_writable();
         let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field, phone)).collect();
         let mut results = vec![Err(UNEXPECTED); items.len()];
         let mut sending: Vec<usize> = (0..items.len()).collect();
+        // Records refused as duplicates of their external ID, for one query at the end.
+        let mut taken = Vec::new();
         // A new token at most once for the whole collection, as for a single record, whatever
         // else is sent again: the function's time budget counts on it.
         let mut refreshed = false;
@@ -118,7 +137,7 @@ impl Salesforce {
                     sending.extend(later);
                     continue;
                 }
-                // One UpsertResult per record, or none is trusted.
+                // One SaveResult per record, or none is trusted.
                 answered => {
                     let error = answered.err().map_or(UNEXPECTED, |(error, _)| error);
                     for &i in sending.iter().chain(&later) {
@@ -138,20 +157,28 @@ impl Salesforce {
                         records[i] = lead::without(items[i].lead, records[i].take(), refused);
                         again.push(i);
                     }
+                    Outcome::Taken(otherwise) => taken.push((i, otherwise)),
                 }
             }
             sending = again;
         }
+        if !taken.is_empty() {
+            let id = |i: usize| external_id(&items[i].lead.external_id).into_owned();
+            let asked: Vec<(String, &'static str)> = taken.iter().map(|&(i, otherwise)| (id(i), otherwise)).collect();
+            for ((i, _), result) in taken.into_iter().zip(self.look_up(&asked, &mut refreshed).await) {
+                results[i] = result;
+            }
+        }
         results
     }
 
-    /// One collection call: the UpsertResults, or why the call as a whole failed and the
+    /// One collection call: the SaveResults, or why the call as a whole failed and the
     /// refusal's errors. A session that ended gets a new token unless `refreshed` says one was
     /// already fetched.
     async fn collection(&self, body: &Value, refreshed: &mut bool) -> Result<Vec<Value>, (SinkError, Vec<Refusal>)> {
         let mut fresh = false;
         loop {
-            let response = self.patch(&self.collection_path, body, fresh).await.map_err(|e| (e, Vec::new()))?;
+            let response = self.post(&self.collection_path, body, fresh).await.map_err(|e| (e, Vec::new()))?;
             let status = response.status().as_u16();
             if status == 401 && !*refreshed {
                 (fresh, *refreshed) = (true, true);
@@ -193,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn each_upsert_result_is_judged_as_a_single_upserts_answer() {
+    fn each_save_result_is_judged_by_its_codes() {
         let saved = json!({"id": "00Q1", "success": true, "errors": [], "created": true});
         let (with_email, bare) = (json!({"Email": "a@x"}), json!({}));
         assert_eq!(outcome(&saved, "F__c", &with_email), Outcome::Saved(Ok(())));
@@ -223,9 +250,18 @@ mod tests {
         );
         assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone), retry("sink_row_locked"));
         assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email), Outcome::Saved(Ok(())));
+        // A duplicate of the external ID's value (named, or no field named): a query decides;
+        // of another unique field: the org's.
+        let taken = Outcome::Taken("sink_concurrent_upsert");
+        assert_eq!(outcome(&refused("DUPLICATE_VALUE"), "F__c", &with_email), taken);
+        assert_eq!(outcome(&naming("DUPLICATE_VALUE", "f__C"), "F__c", &with_email), taken);
         assert_eq!(
-            outcome(&refused("DUPLICATE_EXTERNAL_ID"), "F__c", &with_email),
-            Outcome::Saved(Err(SinkError::Permanent { reason: "sink_multiple_matches" }))
+            outcome(&refused("DUPLICATES_DETECTED"), "F__c", &with_email),
+            Outcome::Taken("sink_org_duplicate_rule")
+        );
+        assert_eq!(
+            outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email),
+            retry("sink_org_unique_field")
         );
         assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email), Outcome::Without("Email"));
         assert_eq!(

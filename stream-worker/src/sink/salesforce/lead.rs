@@ -145,11 +145,12 @@ pub fn email_accepted(email: &str) -> bool {
 pub const MAX_EXTERNAL_ID_UNITS: usize = 255;
 
 /// The value of the external ID field for a submission ID: the ID itself, or, for an ID no
-/// Text field can hold or no URL path can carry, `sha256-` and the hex SHA-256 of the ID:
-/// over 255 UTF-16 code units; holding a `.` (`.` and `..` are dot segments URL parsers
-/// remove, and Salesforce answers 404 to values ending in some file extensions, such as
-/// `.inc`, which would read as a missing field). Deterministic, so a replay upserts the same
-/// Lead; distinct IDs never share a value (the field must be case sensitive: checked at start).
+/// Text field can hold or no URL path could carry, `sha256-` and the hex SHA-256 of the ID:
+/// over 255 UTF-16 code units; holding a `.` (from when the sink upserted by a URL path, where
+/// `.` and `..` are dot segments and some extensions such as `.inc` answer 404: kept, so a
+/// replay of a submission written then finds its Lead). Deterministic, so a replay names the
+/// same Lead; distinct IDs never share a value (the field must be case sensitive: checked at
+/// start).
 pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
     use sha2::{Digest, Sha256};
     let fits = submission_id.encode_utf16().count() <= MAX_EXTERNAL_ID_UNITS && !submission_id.contains('.');
@@ -160,20 +161,6 @@ pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
     }
     let digest = Sha256::digest(submission_id.as_bytes());
     std::borrow::Cow::Owned(format!("sha256-{}", shared::hex::encode(&digest)))
-}
-
-/// `text` percent-encoded as one URL path segment: every byte but RFC 3986's unreserved
-/// characters (`A-Z a-z 0-9 - . _ ~`) as `%XX`, so `/`, `?`, `#`, `%` and non-ASCII stay in it.
-pub fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -271,13 +258,6 @@ mod tests {
         assert!(description.starts_with("Hello\n\nOther answers:\nnotes: nnn"));
         assert!(description.ends_with(&format!("…{CUT_NOTE}\n\n(email as submitted: ada@exa_mple.com)")));
         assert_eq!(description.encode_utf16().count(), 32_000);
-    }
-
-    #[test]
-    fn ids_are_one_encoded_path_segment() {
-        assert_eq!(path_segment("sub_8fK2qLw9Xc"), "sub_8fK2qLw9Xc");
-        assert_eq!(path_segment("a/b?c#d%e f:g+h=i"), "a%2Fb%3Fc%23d%25e%20f%3Ag%2Bh%3Di");
-        assert_eq!(path_segment("é~.-"), "%C3%A9~.-");
     }
 
     #[test]

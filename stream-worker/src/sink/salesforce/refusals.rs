@@ -29,9 +29,9 @@ pub const CODES: [(&str, Meaning); 20] = [
     // Record locks: another transaction (a workflow, a data load, a user) holds the Lead or a
     // record it touches; Salesforce documents retrying.
     ("UNABLE_TO_LOCK_ROW", Meaning::Transient("sink_row_locked")),
-    // Two upserts of one external ID at once both found no Lead and both inserted: the second
-    // is refused as a duplicate of the first's value. Retried, it finds the Lead and updates it.
-    // (One naming another unique field is the org's: see [`meaning`].)
+    // A create refused as a duplicate of the external ID's value whose Lead the query did not
+    // find: another create of the ID not committed yet. Retried, the query finds it. (One
+    // naming another unique field is the org's: see [`meaning`].)
     ("DUPLICATE_VALUE", Meaning::Transient("sink_concurrent_upsert")),
     ("REQUEST_RUNNING_TOO_LONG", Meaning::Transient("sink_unavailable")),
     // The org made a field required that the form does not fill.

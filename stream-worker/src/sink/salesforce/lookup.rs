@@ -1,0 +1,172 @@
+//! The query that settles a create refused as a duplicate of its external ID: whether a Lead
+//! holds the submission already (a replay, or another create of it that won).
+//!
+//! `GET /services/data/vNN.N/query?q=SELECT <field> FROM Lead WHERE <field> IN ('a', ...)`:
+//! one call for a collection's refused records, as many as fit in one URL (Salesforce's REST
+//! URIs end at 16,384 bytes); the rest are retried. SOQL compares text without case, so each
+//! found value is matched to its ID exactly (the field is case sensitive: checked at start).
+
+use serde_json::Value;
+
+use super::api::{classify_answer, Salesforce};
+use crate::sink::contract::SinkError;
+use crate::sink::http::transport_error;
+
+/// The longest query the sink sends, counted as its URL-encoded length: the instance URL,
+/// the path and `?q=` fit in what is left of Salesforce's 16,384 bytes.
+pub const MAX_QUERY_URL_CHARS: usize = 12_000;
+
+const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
+
+/// `text` as a SOQL string literal: quoted, with `\` and `'` (and the controls SOQL names)
+/// escaped.
+pub fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// How long `text` is once URL-encoded, at most: unreserved ASCII as itself, every other byte
+/// as `%XX`.
+fn encoded_len(text: &str) -> usize {
+    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { 1 } else { 3 }).sum()
+}
+
+/// The query for the first of `ids` (external ID values) that fit in [`MAX_QUERY_URL_CHARS`],
+/// and how many it holds (at least one).
+pub fn query<'a>(field: &str, ids: impl IntoIterator<Item = &'a str>) -> (String, usize) {
+    let mut soql = format!("SELECT {field} FROM Lead WHERE {field} IN (");
+    let mut held = 0;
+    for id in ids {
+        let item = if held == 0 { literal(id) } else { format!(",{}", literal(id)) };
+        if held > 0 && encoded_len(&soql) + encoded_len(&item) + 1 > MAX_QUERY_URL_CHARS {
+            break;
+        }
+        soql.push_str(&item);
+        held += 1;
+    }
+    soql.push(')');
+    (soql, held)
+}
+
+/// Each ID's verdict from the query's answer: one Lead holding it exactly is the submission's
+/// (done, untouched); several are `sink_multiple_matches`; none is retried with the ID's
+/// reason (another create of the ID not committed yet, a Lead the integration user cannot
+/// see, a duplicate rule's refusal).
+pub fn verdicts(answer: &Value, field: &str, ids: &[(String, &'static str)]) -> Vec<Result<(), SinkError>> {
+    let value = |record: &Value| {
+        let fields = record.as_object()?;
+        fields.iter().find(|(name, _)| name.eq_ignore_ascii_case(field))?.1.as_str().map(str::to_owned)
+    };
+    let found: Vec<String> = answer["records"].as_array().into_iter().flatten().filter_map(value).collect();
+    ids.iter()
+        .map(|(id, otherwise)| match found.iter().filter(|f| *f == id).count() {
+            0 => Err(SinkError::Retryable { reason: otherwise, retry_after: None }),
+            1 => Ok(()),
+            _ => Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
+        })
+        .collect()
+}
+
+impl Salesforce {
+    /// Whether Leads hold `ids`: one verdict per ID ([`verdicts`]); IDs past what one query
+    /// holds are retried (`sink_lookup_deferred`). A session that ended gets a new token unless
+    /// `refreshed` says one was already fetched.
+    pub(super) async fn look_up(
+        &self,
+        ids: &[(String, &'static str)],
+        refreshed: &mut bool,
+    ) -> Vec<Result<(), SinkError>> {
+        let field = self.field().to_owned();
+        let (soql, held) = query(&field, ids.iter().map(|(id, _)| id.as_str()));
+        let deferred = SinkError::Retryable { reason: "sink_lookup_deferred", retry_after: None };
+        let mut results = match self.query_once(&soql, refreshed).await {
+            Ok(answer) => verdicts(&answer, &field, &ids[..held]),
+            Err(error) => vec![Err(error); held],
+        };
+        results.resize(ids.len(), Err(deferred));
+        results
+    }
+
+    async fn query_once(&self, soql: &str, refreshed: &mut bool) -> Result<Value, SinkError> {
+        let mut fresh = false;
+        loop {
+            let response = self.query(soql, fresh).await?;
+            let status = response.status().as_u16();
+            if status == 401 && !*refreshed {
+                (fresh, *refreshed) = (true, true);
+                continue;
+            }
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let text = response.text().await.map_err(|e| transport_error(&e))?;
+            if status == 200 {
+                return serde_json::from_str(&text).map_err(|_| UNEXPECTED);
+            }
+            return Err(classify_answer(status, retry_after.as_deref(), &text, self.field())
+                .err()
+                .unwrap_or(UNEXPECTED));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_are_soql_literals_with_quotes_and_backslashes_escaped() {
+        assert_eq!(literal("sub_1"), "'sub_1'");
+        assert_eq!(literal(r"it's a\b"), r"'it\'s a\\b'");
+        assert_eq!(literal("a\nb\rc\td"), r"'a\nb\rc\td'");
+        assert_eq!(literal("é'"), r"'é\''");
+    }
+
+    #[test]
+    fn one_query_holds_the_ids_that_fit_in_a_url() {
+        assert_eq!(
+            query("F__c", ["a", "it's"]),
+            (String::from(r"SELECT F__c FROM Lead WHERE F__c IN ('a','it\'s')"), 2)
+        );
+        // 200 IDs of 255 non-ASCII characters cannot share one URL: the query holds the first
+        // ones that fit, and always one.
+        let long: Vec<String> = (0..200).map(|i| format!("{i:03}{}", "é".repeat(252))).collect();
+        let (soql, held) = query("F__c", long.iter().map(String::as_str));
+        assert!(held > 1 && held < 200, "{held}");
+        assert!(encoded_len(&soql) <= MAX_QUERY_URL_CHARS, "{}", encoded_len(&soql));
+        assert!(soql.ends_with(&format!("{})", literal(&long[held - 1]))));
+        let next = format!(",{}", literal(&long[held]));
+        assert!(encoded_len(&soql) + encoded_len(&next) > MAX_QUERY_URL_CHARS, "the next one did not fit");
+        let huge = "x".repeat(MAX_QUERY_URL_CHARS);
+        assert_eq!(query("F__c", [huge.as_str()]).1, 1, "a lone ID is always asked");
+    }
+
+    #[test]
+    fn each_id_is_matched_exactly_and_counted() {
+        let answer = json!({"totalSize": 4, "done": true, "records": [
+            {"attributes": {"type": "Lead"}, "f__c": "abc"},
+            {"attributes": {"type": "Lead"}, "F__c": "ABC"},
+            {"attributes": {"type": "Lead"}, "F__c": "two"},
+            {"attributes": {"type": "Lead"}, "F__c": "two"},
+        ]});
+        let ids: Vec<(String, &'static str)> =
+            [("abc", "r1"), ("Abc", "r2"), ("two", "r3"), ("none", "r4")].map(|(id, r)| (id.to_owned(), r)).into();
+        let retried = |reason| Err(SinkError::Retryable { reason, retry_after: None });
+        assert_eq!(
+            verdicts(&answer, "F__c", &ids),
+            [Ok(()), retried("r2"), Err(SinkError::Permanent { reason: "sink_multiple_matches" }), retried("r4")]
+        );
+        assert_eq!(verdicts(&json!({}), "F__c", &ids[..1]), [retried("r1")]);
+    }
+}
