@@ -206,7 +206,8 @@ async fn salesforce_a_phone_a_validation_rule_refuses_costs_the_phone_never_the_
     let sink = Sink::connect(&standin.sink_config()).await.unwrap();
     sink.check_configuration().await.unwrap();
     let leads = leads("rule");
-    // One Lead alone (the single upsert) and the rest as a collection (a stream batch).
+    // One Lead alone (reconcile's collection of one) and the rest as a collection (a stream
+    // batch).
     sink.upsert(&leads[0].1, "k").await.unwrap();
     let items: Vec<BatchItem> = leads[1..].iter().map(|(_, lead)| BatchItem { lead, receipt_key: "k" }).collect();
     for result in sink.upsert_batch(&items, None).await {

@@ -261,6 +261,36 @@ async fn salesforce_a_crash_after_the_collection_call_replays_to_one_lead_per_su
 }
 
 #[tokio::test]
+async fn salesforce_a_replayed_collection_beyond_one_query_is_found_in_turns_never_failed() {
+    let standin = salesforce();
+    let sink = salesforce_sink(&standin).await;
+    // 200 submissions of 40-character IDs; the first 120 have Leads already (a crash after the
+    // collection call), and the first ID is held by several Leads.
+    let subs: Vec<String> = (0..200).map(|i| format!("sub_sfq_{i:032}")).collect();
+    let leads: Vec<_> = subs.iter().map(|id| sample_lead(id)).collect();
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    assert!(sink.upsert_batch(&items[..120], None).await.iter().all(Result::is_ok));
+    standin.state.lock().unwrap().ambiguous.insert(subs[0].clone());
+    // The whole collection again: 80 created, 120 refused as duplicates and one query asked
+    // for as many as its WHERE clause holds; the rest are handed back, none FAILED.
+    let results = sink.upsert_batch(&items, None).await;
+    let deferred = SinkError::Retryable { reason: "sink_lookup_deferred", retry_after: None };
+    let multiple = SinkError::Permanent { reason: "sink_multiple_matches" };
+    assert_eq!(results[0], Err(multiple), "the ambiguous ID, asked first among the refused");
+    let (found, later): (Vec<usize>, Vec<usize>) = (1..120).partition(|&i| results[i].is_ok());
+    assert!(later.iter().all(|&i| results[i] == Err(deferred)), "{results:?}");
+    assert!(!later.is_empty() && found.len() > 60, "{} found, {} later", found.len(), later.len());
+    assert!((120..200).all(|i| results[i].is_ok()), "each new one created");
+    assert_eq!(standin.state.lock().unwrap().queries, 1);
+    // Their next try finds them.
+    let again: Vec<BatchItem<'_>> = later.iter().map(|&i| BatchItem { lead: &leads[i], receipt_key: "k" }).collect();
+    assert!(sink.upsert_batch(&again, None).await.iter().all(Result::is_ok));
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.leads.len(), 200, "one Lead per submission");
+    assert!(state.assignments.values().all(|&runs| runs == 1), "assignment rules ran once per Lead");
+}
+
+#[tokio::test]
 async fn hubspot_a_pacing_wait_past_the_deadline_hands_the_batch_back_with_its_pause() {
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     standin.state.lock().unwrap().rate_limit = Some((1, Duration::from_secs(60)));

@@ -232,11 +232,19 @@ async fn salesforce_a_replay_writes_nothing_so_a_rep_s_edits_stay_and_assignment
     // its email (DUPLICATES_DETECTED): the query finds it all the same.
     standin.state.lock().unwrap().duplicate_rule = DuplicateRule::Block;
     handler.sink.upsert(&sample_lead("sub_sfr"), "k").await.unwrap();
+    // A validation rule added since refuses every create, the replay's too (the org's rules run
+    // before the uniqueness check): the query finds the Lead, so the replay is done.
+    standin.state.lock().unwrap().duplicate_rule = DuplicateRule::Off;
+    standin.state.lock().unwrap().org_refusal = Some("FIELD_CUSTOM_VALIDATION_EXCEPTION");
+    handler.sink.upsert(&sample_lead("sub_sfr"), "k").await.unwrap();
+    // A query the org refuses is never the lead's: retried.
+    standin.state.lock().unwrap().query_refusal = Some("QUERY_TIMEOUT");
+    assert_eq!(handler.sink.upsert(&sample_lead("sub_sfr"), "k").await, retry("sink_lookup_refused"));
     let state = standin.state.lock().unwrap();
     assert_eq!(state.leads["sub_sfr"], edited, "the rep's edits stay");
     assert_eq!(state.leads.len(), 1);
     assert_eq!(state.assignments["sub_sfr"], 1, "the org's assignment rules ran on the create only");
-    assert_eq!(state.queries, 2, "each replay's create was refused, and one query found the Lead");
+    assert_eq!(state.queries, 4, "each replay's create was refused, and one query looked for the Lead");
 }
 
 #[tokio::test]

@@ -371,6 +371,18 @@ async fn salesforce_creates_once_and_refuses_multiple_matches() {
     }
     assert!(standin.state.lock().unwrap().leads.contains_key(r"sub/8fK2?x#y'z\+ é"));
     assert_eq!(standin.state.lock().unwrap().queries, 2, "sub_sf's replay, then this one's: each query found its Lead");
+    // An ID with white space around it, which Salesforce would trim away (so its replay would
+    // never find it, and `sub_trim` would share its Lead): held as its digest.
+    for id in [" sub_trim ", " sub_trim ", "sub_trim"] {
+        sink.upsert(&sample_lead(id), "k").await.unwrap();
+    }
+    let digest = stream_worker::sink::salesforce::external_id(" sub_trim ").into_owned();
+    assert!(digest.starts_with("sha256-"), "{digest}");
+    {
+        let state = standin.state.lock().unwrap();
+        assert!(state.leads.contains_key(&digest) && state.leads.contains_key("sub_trim"));
+        assert_eq!(state.queries, 3, "the replay of \" sub_trim \" found its Lead");
+    }
     standin.state.lock().unwrap().ambiguous.insert("sub_dup".into());
     assert_eq!(
         sink.upsert(&sample_lead("sub_dup"), "k").await,
@@ -415,6 +427,22 @@ async fn salesforce_configuration_mistakes_are_caught_at_start_and_retried_never
         misnamed.upsert(&sample_lead("sub_typo"), "k").await,
         Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
     );
+    // A custom field the org made Required without a default: no Lead could be created, each
+    // retried for ever as the org's setup. Refused at start, naming the field; the standard
+    // required fields (LastName, Company, always filled) and those the org fills (the owner,
+    // the status) are not named.
+    standin.state.lock().unwrap().required_fields.insert("Region__c");
+    assert_eq!(
+        sink.upsert(&sample_lead("sub_required"), "k").await,
+        Err(SinkError::Retryable { reason: "sink_org_required_field", retry_after: None })
+    );
+    let text = sink.check_configuration().await.map_err(wrong_config).unwrap_err();
+    assert!(text.contains("\"Region__c\"") && text.contains("requires"), "{text}");
+    for filled in ["LastName", "Company", "OwnerId", "Status", "IsConverted", "Static_Forms_Submission_Id__c"] {
+        assert!(!text.contains(&format!("{filled:?}")), "{filled}: {text}");
+    }
+    standin.state.lock().unwrap().required_fields.clear();
+    sink.check_configuration().await.unwrap();
     // A field that exists but is not an External ID.
     standin.state.lock().unwrap().field_not_external = true;
     assert!(sink.check_configuration().await.map_err(wrong_config).unwrap_err().contains("is not an External ID"));

@@ -84,7 +84,7 @@ impl LeadSink for Sink {
     /// so it takes one batch at a time; Salesforce in collections of
     /// [`salesforce::batch::BATCH_SIZE`]; the SQL sinks in transactions of
     /// [`sql::BATCH_SIZE`]. The webhook takes one lead per call, [`MAX_CONCURRENT_RECORDS`] at
-    /// once, as the batching sinks' single upserts do (reconcile and redrive).
+    /// once, as the batching sinks' single leads do (reconcile and redrive).
     fn concurrency(&self) -> usize {
         match self {
             Sink::HubSpot(_) => 1,

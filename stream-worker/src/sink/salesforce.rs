@@ -18,9 +18,10 @@
 //! submission through the API (`DUPLICATES_DETECTED`); rules whose action is Block still block.
 //!
 //! Refusals are read by their error codes ([`refusals`]): passing conditions (row locks, two
-//! upserts of one ID at once, the org's request limit) and the org's setup (required fields,
+//! creates of one ID at once, the org's request limit) and the org's setup (required fields,
 //! validation rules, field-level security, Block duplicate rules, automation) are retried,
-//! never `FAILED`; only the lead's own content fails it. An email Salesforce refuses costs
+//! never `FAILED`, once the query has found no Lead for the submission (a replay meets the
+//! org's rules before the uniqueness check); only the lead's own content fails it. An email Salesforce refuses costs
 //! the `Email` field, never the lead ([`lead::email_accepted`], then one more try without it);
 //! a phone the org's field setup refuses costs `Phone` ([`refusals::may_be_the_phone`]).
 //! 415 (the request's format) is retried as `sink_unsupported_media_type`; 503 with its
@@ -71,6 +72,7 @@ impl Salesforce {
         // Field API names compare without case, as Salesforce does.
         let named = |f: &&serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(field));
         check_field(field, fields.iter().find(named))?;
+        check_required(&fields, field)?;
         self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
@@ -86,11 +88,39 @@ pub fn writable(fields: &[serde_json::Value], name: &str) -> bool {
     fields.iter().any(|f| named(f) && yes(f, "createable") && yes(f, "updateable"))
 }
 
+/// The Lead fields the sink fills on every new Lead (the company as `[not provided]` when the
+/// form has none), besides the external ID field.
+const ALWAYS_FILLED: [&str; 2] = ["LastName", "Company"];
+
+/// Refuses an org whose Lead requires on create a field the sink does not fill: one that is
+/// createable, not nillable and not defaulted on create (Object Reference, "Required Fields":
+/// the org fills the others itself, such as the owner and the status). Every Lead would be
+/// refused `REQUIRED_FIELD_MISSING`, retried for ever.
+pub fn check_required(fields: &[serde_json::Value], external_id_field: &str) -> Result<(), CheckError> {
+    let is = |f: &serde_json::Value, property: &str, value: bool| f[property] == serde_json::Value::Bool(value);
+    let filled = |name: &str| {
+        name.eq_ignore_ascii_case(external_id_field) || ALWAYS_FILLED.iter().any(|f| f.eq_ignore_ascii_case(name))
+    };
+    let missing: Vec<String> = fields
+        .iter()
+        .filter(|f| is(f, "createable", true) && is(f, "nillable", false) && is(f, "defaultedOnCreate", false))
+        .filter_map(|f| f["name"].as_str())
+        .filter(|name| !filled(name))
+        .map(|name| format!("{name:?}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(CheckError::Wrong(format!(
+        "Salesforce's Lead: the org requires {} on every new Lead, which the sink does not fill (it writes FirstName, LastName, Email, Company, Phone, Description and the external ID field): give each a default value, or untick Required in its definition (Setup, Object Manager, Lead, Fields & Relationships)",
+        missing.join(", ")
+    )))
+}
+
 /// The external ID field's description, judged: it must exist on Lead, be an External ID, and
 /// be Unique and case sensitive. A field that is not unique lets two Leads hold one submission
-/// (every upsert then answers 300); one that is unique but case insensitive (Salesforce's
-/// default once Unique is ticked) makes `abcDEF` and `ABCdef` upsert one Lead, and one of two
-/// submissions is silently lost.
+/// (every replay would create another); one that is unique but case insensitive (Salesforce's
+/// default once Unique is ticked) lets only one of `abcDEF` and `ABCdef` have a Lead.
 pub fn check_field(field: &str, description: Option<&serde_json::Value>) -> Result<(), CheckError> {
     let wrong =
         |what: &str| Err(CheckError::Wrong(format!("SALESFORCE_EXTERNAL_ID_FIELD: the Lead field {field:?} {what}")));
@@ -143,6 +173,29 @@ impl LeadSink for Salesforce {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_field_the_org_requires_and_the_sink_does_not_fill_stops_the_start() {
+        let field = |name: &str, createable: bool, nillable: bool, defaulted: bool| json!({"name": name, "createable": createable, "nillable": nillable, "defaultedOnCreate": defaulted});
+        let org = vec![
+            field("Id", false, false, true),
+            field("LastName", true, false, false),
+            field("company", true, false, false),
+            field("sub__C", true, false, false),
+            field("OwnerId", true, false, true),
+            field("Status", true, false, true),
+            field("Email", true, true, false),
+            field("Formula__c", false, false, false),
+            json!({"name": "Bare__c"}),
+        ];
+        assert_eq!(check_required(&org, "Sub__c"), Ok(()));
+        let mut required = org.clone();
+        required.push(field("Region__c", true, false, false));
+        required.push(field("Tier__c", true, false, false));
+        let Err(CheckError::Wrong(text)) = check_required(&required, "Sub__c") else { panic!("must refuse") };
+        assert!(text.contains("requires \"Region__c\", \"Tier__c\" on every new Lead"), "{text}");
+        assert!(!text.contains("OwnerId") && !text.contains("Formula__c"), "{text}");
+    }
 
     #[test]
     fn a_salesforce_record_may_take_seven_calls_and_the_store_update() {

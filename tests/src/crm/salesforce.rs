@@ -26,6 +26,8 @@
 //!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
 //!   exists; `locked` rows are held by another transaction;
 //! - a validation rule on `Phone` (`phone_refusal`);
+//! - custom fields the org made Required (`required_fields`): `nillable: false` and
+//!   `defaultedOnCreate: false` in the describe, `REQUIRED_FIELD_MISSING` on a create without;
 //! - the org's setup (`org_refusal`: `REQUIRED_FIELD_MISSING`, `FIELD_CUSTOM_VALIDATION_EXCEPTION`,
 //!   `INVALID_FIELD_FOR_INSERT_UPDATE`, ... on every upsert), converted Leads
 //!   (`CANNOT_UPDATE_CONVERTED_LEAD`), several Leads for one ID (300);
@@ -33,8 +35,12 @@
 //!   Records with Fewer Round-Trips") of a value a Lead holds is refused `DUPLICATE_VALUE`,
 //!   naming the field in its message only (`fields` empty, as Salesforce answers);
 //! - SOQL (`GET .../query?q=SELECT <field> FROM Lead WHERE <field> IN (...)`, the one form the
-//!   sink sends; anything else is `MALFORMED_QUERY`): string literals with `\` escapes, text
-//!   compared without case, as SOQL compares it;
+//!   sink sends; anything else is `MALFORMED_QUERY`, as is a WHERE clause over 4,000
+//!   characters, SOQL's limit for strings in WHERE clauses): string literals with `\` escapes,
+//!   the external ID compared as the field compares it (with case, unless
+//!   `case_insensitive_ids`);
+//! - text values trimmed of leading and trailing white space, as Salesforce stores them (the
+//!   external ID's too);
 //! - assignment rules (`assignments`): each save runs them unless the request says
 //!   `Sforce-Auto-Assign: FALSE` (Salesforce applies them when the header is absent or TRUE).
 //!
@@ -106,6 +112,10 @@ pub struct SalesforceState {
     /// Lead fields field-level security hides from the integration user: left out of its
     /// describe, and `INVALID_FIELD` when an upsert names one (no such column, for that user).
     pub hidden_fields: BTreeSet<&'static str>,
+    /// Custom Lead fields the org made Required, with no default: in the describe as
+    /// `nillable: false`, `defaultedOnCreate: false`, and a new Lead without one is refused
+    /// `REQUIRED_FIELD_MISSING` naming it.
+    pub required_fields: BTreeSet<&'static str>,
     /// Addresses the org refuses beyond the format (`INVALID_EMAIL_ADDRESS`), lowercase.
     pub refused_emails: BTreeSet<String>,
     /// Leads that were converted: an update is `CANNOT_UPDATE_CONVERTED_LEAD`.
@@ -123,6 +133,8 @@ pub struct SalesforceState {
     pub collections: Vec<usize>,
     /// SOQL queries served.
     pub queries: usize,
+    /// Every query is refused 400 with this code (`QUERY_TIMEOUT`, say).
+    pub query_refusal: Option<&'static str>,
     /// How many times the org's assignment rules ran on each Lead (by external ID).
     pub assignments: BTreeMap<String, usize>,
     /// Upserts in progress, by the ID as the field compares it.
@@ -298,16 +310,31 @@ fn serve_api(
         }
     }
     if request.method == "GET" && request.path == format!("/services/data/v{version}/sobjects/Lead/describe") {
+        // As Salesforce describes them (Object Reference, "Required Fields"): a field is
+        // required on create when it is createable, not nillable and not defaulted on create.
         let mut fields: Vec<Value> = LEAD_FIELDS
             .iter()
             .filter(|(name, _)| !state.hidden_fields.contains(name))
             .map(|(name, length)| {
-                json!({"name": name, "externalId": false, "length": length, "createable": true, "updateable": true})
+                let nillable = !["LastName", "Company"].contains(name);
+                json!({"name": name, "externalId": false, "length": length, "createable": true, "updateable": true,
+                    "nillable": nillable, "defaultedOnCreate": false, "custom": false})
             })
             .collect();
+        // Fields the org fills itself: the ID, the owner (assignment rules or the creator), the
+        // status picklist's default, a checkbox.
+        for (name, createable) in [("Id", false), ("OwnerId", true), ("Status", true), ("IsConverted", true)] {
+            fields.push(json!({"name": name, "createable": createable, "updateable": createable, "nillable": false,
+                "defaultedOnCreate": true, "custom": false}));
+        }
+        for name in &state.required_fields {
+            fields.push(json!({"name": name, "length": 80, "createable": true, "updateable": true, "nillable": false,
+                "defaultedOnCreate": false, "custom": true}));
+        }
         fields.push(json!({
             "name": field, "externalId": !state.field_not_external, "unique": !state.field_not_unique,
-            "caseSensitive": !state.case_insensitive_ids, "length": 255, "idLookup": true
+            "caseSensitive": !state.case_insensitive_ids, "length": 255, "idLookup": true,
+            "createable": true, "updateable": true, "nillable": true, "defaultedOnCreate": false, "custom": true
         }));
         return StubResponse::json(200, json!({"name": "Lead", "fields": fields}));
     }
@@ -327,6 +354,9 @@ fn serve_api(
     let query = format!("/services/data/v{version}/query?q=");
     if let Some(q) = request.path.strip_prefix(&query).filter(|_| request.method == "GET") {
         state.queries += 1;
+        if let Some(code) = state.query_refusal {
+            return StubResponse::json(400, json!([{"errorCode": code, "message": "the query was refused"}]));
+        }
         return soql(&state, field, &percent_decode(&q.replace('+', " ")));
     }
     // The object and field names in the path compare without case too.
@@ -386,8 +416,13 @@ fn soql(state: &SalesforceState, field: &str, query: &str) -> StubResponse {
     if !selected.eq_ignore_ascii_case(field) || !filtered.eq_ignore_ascii_case(field) {
         return StubResponse::json(400, json!([{"errorCode": "INVALID_FIELD", "message": "No such column"}]));
     }
+    let clause = query.splitn(5, ' ').last().unwrap_or_default();
+    if clause.chars().count() > 4_000 {
+        return malformed();
+    }
     let Some(values) = literals(list) else { return malformed() };
-    let asked = |id: &str| values.iter().any(|v| v.to_lowercase() == id.to_lowercase());
+    // SOQL compares text without case, but a unique case-sensitive field's values with it.
+    let asked = |id: &str| values.iter().any(|v| state.key(v) == state.key(id));
     let mut records: Vec<Value> = Vec::new();
     for id in state.leads.keys().chain(state.ambiguous.iter()).chain(state.ambiguous.iter()) {
         if asked(id) {
@@ -480,7 +515,8 @@ fn collection_save(
             .as_object()
             .and_then(|o| o.iter().find(|(k, _)| k.eq_ignore_ascii_case(field)))
             .and_then(|(_, v)| v.as_str())
-            .map(str::to_owned)
+            // Salesforce trims leading and trailing white space from text values.
+            .map(|v| v.trim().to_owned())
     };
     let key = |id: &str| shared.lock().unwrap().key(id);
     let mut seen = BTreeSet::new();
@@ -566,6 +602,11 @@ fn upsert_record(
         )
     };
     let updates = save == Save::Upsert;
+    if !updates || existing.is_none() {
+        if let Some(missing) = state.required_fields.iter().find(|f| fields.get(**f).is_none()) {
+            return refusal("REQUIRED_FIELD_MISSING", "Required fields are missing", &[missing]);
+        }
+    }
     if state.in_flight.contains(&state.key(&id)) {
         return match existing {
             Some(_) if updates => {

@@ -171,7 +171,7 @@ impl Salesforce {
 }
 
 /// A call's answer other than 200 (`field`: the external ID field): its error codes first
-/// ([`refusals::meaning`]: `Ok` for a converted Lead), then its status ([`classify_status`]: 415
+/// ([`refusals::meaning`]), then its status ([`classify_status`]: 415
 /// retried as `sink_unsupported_media_type`, 429 and 5xx with their `Retry-After`, other 4xx
 /// the lead's).
 pub fn classify_answer(status: u16, retry_after: Option<&str>, body: &str, field: &str) -> Result<(), SinkError> {

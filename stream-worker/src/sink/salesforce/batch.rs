@@ -18,7 +18,7 @@ use shared::lead::Lead;
 
 use super::api::{classify_answer, Salesforce};
 use super::lead::{self, external_id, fields};
-use super::refusals::{self, Refusal};
+use super::refusals::{self, Meaning, Refusal};
 use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
 
@@ -79,20 +79,20 @@ pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     if errors.iter().any(|e| e.code == "DUPLICATE_VALUE" && ours(e)) {
         return Outcome::Taken("sink_concurrent_upsert");
     }
-    // A Block duplicate rule matches a replay's create to the submission's own Lead.
-    if errors.iter().any(|e| e.code == "DUPLICATES_DETECTED") {
-        return Outcome::Taken("sink_org_duplicate_rule");
-    }
     if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
         return Outcome::Without("Email");
     }
     if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
         return Outcome::Without("Phone");
     }
-    Outcome::Saved(match refusals::meaning(400, &errors, field) {
-        Some(meaning) => meaning.verdict(),
-        None => Err(SinkError::Permanent { reason: "sink_rejected" }),
-    })
+    match refusals::meaning(400, &errors, field) {
+        // The org's rules (validation, required fields, duplicate rules, automation) run before
+        // the uniqueness check: a replay's create meets them too, and a Block duplicate rule
+        // matches the submission's own Lead. Whether that Lead exists, the query decides.
+        Some(Meaning::OrgSetup(reason)) => Outcome::Taken(reason),
+        Some(meaning) => Outcome::Saved(meaning.verdict()),
+        None => Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" })),
+    }
 }
 
 /// `indices` split into the first of each key (in order) and the repeats.
@@ -228,9 +228,16 @@ mod tests {
             |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": []}]});
         let retry = |reason| Outcome::Saved(Err(SinkError::Retryable { reason, retry_after: None }));
         assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email), retry("sink_row_locked"));
+        // The org's setup refusing a create: the submission's Lead may exist all the same (a
+        // replay meets the org's rules before the uniqueness check); the query decides, and
+        // none found is retried with the setup's reason.
         assert_eq!(
             outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email),
-            retry("sink_org_validation_rule")
+            Outcome::Taken("sink_org_validation_rule")
+        );
+        assert_eq!(
+            outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email),
+            Outcome::Taken("sink_org_required_field")
         );
         // With a phone, the org's field setup may be refusing it: once more without.
         let with_phone = json!({"Phone": "+1 555"});
@@ -239,14 +246,14 @@ mod tests {
         }
         let naming = |code: &str, field: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": [field]}]});
         assert_eq!(outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone), Outcome::Without("Phone"));
-        // A rule or a permission naming another field is about that field: the org's, retried.
+        // A rule or a permission naming another field is about that field: the org's.
         assert_eq!(
             outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone),
-            retry("sink_org_validation_rule")
+            Outcome::Taken("sink_org_validation_rule")
         );
         assert_eq!(
             outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone),
-            retry("sink_org_permissions")
+            Outcome::Taken("sink_org_permissions")
         );
         assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone), retry("sink_row_locked"));
         assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email), Outcome::Saved(Ok(())));
@@ -261,7 +268,12 @@ mod tests {
         );
         assert_eq!(
             outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email),
-            retry("sink_org_unique_field")
+            Outcome::Taken("sink_org_unique_field")
+        );
+        // The lead's own content is never looked for: FAILED.
+        assert_eq!(
+            outcome(&naming("STRING_TOO_LONG", "LastName"), "F__c", &with_email),
+            Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
         assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email), Outcome::Without("Email"));
         assert_eq!(

@@ -2,9 +2,10 @@
 //! holds the submission already (a replay, or another create of it that won).
 //!
 //! `GET /services/data/vNN.N/query?q=SELECT <field> FROM Lead WHERE <field> IN ('a', ...)`:
-//! one call for a collection's refused records, as many as fit in one URL (Salesforce's REST
-//! URIs end at 16,384 bytes); the rest are retried. SOQL compares text without case, so each
-//! found value is matched to its ID exactly (the field is case sensitive: checked at start).
+//! one call for a collection's refused records, as many as fit in one query (a WHERE clause's
+//! strings end at 4,000 characters, and REST URIs at 16,384 bytes); the rest are retried. A
+//! unique case-sensitive field compares with case in SOQL; each found value is matched to its
+//! ID exactly all the same. A refused query is never the lead's: retried.
 
 use serde_json::Value;
 
@@ -15,6 +16,10 @@ use crate::sink::http::transport_error;
 /// The longest query the sink sends, counted as its URL-encoded length: the instance URL,
 /// the path and `?q=` fit in what is left of Salesforce's 16,384 bytes.
 pub const MAX_QUERY_URL_CHARS: usize = 12_000;
+
+/// The longest WHERE clause the sink sends, in characters: SOQL refuses strings in a WHERE
+/// clause over 4,000 (SOQL and SOSL Reference, "conditionExpression").
+pub const MAX_WHERE_CHARS: usize = 3_900;
 
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
@@ -37,27 +42,29 @@ pub fn literal(text: &str) -> String {
     out
 }
 
-/// How long `text` is once URL-encoded, at most: unreserved ASCII as itself, every other byte
-/// as `%XX`.
+/// How long `text` is once form-encoded in a query string, at most: `A-Z a-z 0-9 * - . _` as
+/// themselves, every other byte as `%XX` (a space as `+` or `%20`).
 fn encoded_len(text: &str) -> usize {
-    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { 1 } else { 3 }).sum()
+    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"*-._".contains(&b) { 1 } else { 3 }).sum()
 }
 
-/// The query for the first of `ids` (external ID values) that fit in [`MAX_QUERY_URL_CHARS`],
-/// and how many it holds (at least one).
+/// The query for the first of `ids` (external ID values) that fit in [`MAX_WHERE_CHARS`] and
+/// [`MAX_QUERY_URL_CHARS`], and how many it holds (at least one).
 pub fn query<'a>(field: &str, ids: impl IntoIterator<Item = &'a str>) -> (String, usize) {
-    let mut soql = format!("SELECT {field} FROM Lead WHERE {field} IN (");
+    let select = format!("SELECT {field} FROM Lead ");
+    let mut clause = format!("WHERE {field} IN (");
     let mut held = 0;
     for id in ids {
         let item = if held == 0 { literal(id) } else { format!(",{}", literal(id)) };
-        if held > 0 && encoded_len(&soql) + encoded_len(&item) + 1 > MAX_QUERY_URL_CHARS {
+        let chars = clause.chars().count() + item.chars().count() + 1;
+        let encoded = encoded_len(&select) + encoded_len(&clause) + encoded_len(&item) + 3;
+        if held > 0 && (chars > MAX_WHERE_CHARS || encoded > MAX_QUERY_URL_CHARS) {
             break;
         }
-        soql.push_str(&item);
+        clause.push_str(&item);
         held += 1;
     }
-    soql.push(')');
-    (soql, held)
+    (format!("{select}{clause})"), held)
 }
 
 /// Each ID's verdict from the query's answer: one Lead holding it exactly is the submission's
@@ -77,6 +84,15 @@ pub fn verdicts(answer: &Value, field: &str, ids: &[(String, &'static str)]) -> 
             _ => Err(SinkError::Permanent { reason: "sink_multiple_matches" }),
         })
         .collect()
+}
+
+/// A refused query's error: as its answer means (a limit, an outage, the org's setup), but
+/// never `FAILED`, since the query is the sink's own and never the lead's content.
+pub fn query_refused(verdict: Result<(), SinkError>) -> SinkError {
+    match verdict {
+        Err(SinkError::Retryable { reason, retry_after }) => SinkError::Retryable { reason, retry_after },
+        _ => SinkError::Retryable { reason: "sink_lookup_refused", retry_after: None },
+    }
 }
 
 impl Salesforce {
@@ -113,9 +129,7 @@ impl Salesforce {
             if status == 200 {
                 return serde_json::from_str(&text).map_err(|_| UNEXPECTED);
             }
-            return Err(classify_answer(status, retry_after.as_deref(), &text, self.field())
-                .err()
-                .unwrap_or(UNEXPECTED));
+            return Err(query_refused(classify_answer(status, retry_after.as_deref(), &text, self.field())));
         }
     }
 }
@@ -134,22 +148,43 @@ mod tests {
     }
 
     #[test]
-    fn one_query_holds_the_ids_that_fit_in_a_url() {
+    fn one_query_holds_the_ids_that_fit_in_its_where_clause_and_a_url() {
         assert_eq!(
             query("F__c", ["a", "it's"]),
             (String::from(r"SELECT F__c FROM Lead WHERE F__c IN ('a','it\'s')"), 2)
         );
-        // 200 IDs of 255 non-ASCII characters cannot share one URL: the query holds the first
-        // ones that fit, and always one.
-        let long: Vec<String> = (0..200).map(|i| format!("{i:03}{}", "é".repeat(252))).collect();
-        let (soql, held) = query("F__c", long.iter().map(String::as_str));
-        assert!(held > 1 && held < 200, "{held}");
-        assert!(encoded_len(&soql) <= MAX_QUERY_URL_CHARS, "{}", encoded_len(&soql));
-        assert!(soql.ends_with(&format!("{})", literal(&long[held - 1]))));
-        let next = format!(",{}", literal(&long[held]));
-        assert!(encoded_len(&soql) + encoded_len(&next) > MAX_QUERY_URL_CHARS, "the next one did not fit");
+        let clause = |soql: &str| soql.split_once(" Lead ").map_or(0, |(_, c)| c.chars().count());
+        // 200 IDs of 40 characters: the WHERE clause's 4,000 characters hold fewer.
+        let ids: Vec<String> = (0..200).map(|i| format!("{i:040}")).collect();
+        let (soql, held) = query("F__c", ids.iter().map(String::as_str));
+        assert!(held > 50 && held < 200, "{held}");
+        assert!(clause(&soql) <= MAX_WHERE_CHARS, "{}", clause(&soql));
+        assert!(clause(&soql) + 43 > MAX_WHERE_CHARS, "the next one did not fit");
+        // IDs of non-ASCII characters, or of `~` and spaces, fill the URL first.
+        for repeated in ["é", "~", " "] {
+            let long: Vec<String> = (0..200).map(|i| format!("{i:03}{}", repeated.repeat(252))).collect();
+            let (soql, held) = query("F__c", long.iter().map(String::as_str));
+            assert!((1..200).contains(&held), "{held}");
+            assert!(encoded_len(&soql) + 3 <= MAX_QUERY_URL_CHARS, "{}", encoded_len(&soql));
+            let next = format!(",{}", literal(&long[held]));
+            let over = encoded_len(&soql) + encoded_len(&next) + 3 > MAX_QUERY_URL_CHARS;
+            assert!(over || clause(&soql) + next.chars().count() > MAX_WHERE_CHARS, "the next one did not fit");
+        }
+        assert_eq!(encoded_len("aZ9*-._"), 7);
+        assert_eq!(encoded_len("~ é'"), 15);
         let huge = "x".repeat(MAX_QUERY_URL_CHARS);
         assert_eq!(query("F__c", [huge.as_str()]).1, 1, "a lone ID is always asked");
+    }
+
+    #[test]
+    fn a_refused_query_is_retried_never_the_lead_s() {
+        let retry = |reason| SinkError::Retryable { reason, retry_after: None };
+        assert_eq!(query_refused(Err(retry("sink_rate_limited"))), retry("sink_rate_limited"));
+        assert_eq!(query_refused(Err(SinkError::Permanent { reason: "sink_rejected" })), retry("sink_lookup_refused"));
+        assert_eq!(query_refused(Ok(())), retry("sink_lookup_refused"));
+        let malformed = r#"[{"errorCode":"MALFORMED_QUERY","message":"m"}]"#;
+        assert_eq!(query_refused(classify_answer(400, None, malformed, "F__c")), retry("sink_lookup_refused"));
+        assert_eq!(query_refused(classify_answer(414, None, "", "F__c")), retry("sink_lookup_refused"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What each of Salesforce's refusals means for a lead: retried (a passing condition, or the
 //! org's setup, which a person fixes), this lead's own content (`FAILED`), or done already.
 //!
-//! Salesforce answers an upsert it refuses with a JSON array of `{errorCode, message, fields}`
+//! Salesforce answers a call it refuses with a JSON array of `{errorCode, message, fields}`
 //! (developer.salesforce.com, REST API "Status Codes and Error Responses"; the codes are SOAP
 //! API's `StatusCode` values). Only codes are read, never messages, which repeat the input.
 
@@ -20,6 +20,8 @@ pub enum Meaning {
     Content(&'static str),
     /// The submission's Lead exists and was converted (to an Account, Contact and Opportunity):
     /// the submission is a lead already, and a replay must not touch what sales made of it.
+    /// (An update's answer: the sink only creates, and finds a replay's Lead by a query, but a
+    /// converted Lead is never taken for a failure.)
     Converted,
 }
 
@@ -54,7 +56,7 @@ pub const CODES: [(&str, Meaning); 20] = [
     ("INACTIVE_OWNER_OR_USER", Meaning::OrgSetup("sink_org_automation")),
     // The org's data storage is full.
     ("STORAGE_LIMIT_EXCEEDED", Meaning::OrgSetup("sink_org_storage_full")),
-    // An approval process locked the Lead (a replay of a submission whose Lead is in one).
+    // An approval process locked a record the Lead's automation touches.
     ("ENTITY_IS_LOCKED", Meaning::OrgSetup("sink_org_record_locked")),
     // A field the sink writes does not exist on the org's Lead.
     ("INVALID_FIELD", Meaning::OrgSetup("sink_config_invalid")),
