@@ -177,6 +177,31 @@ mod tests {
     }
 
     #[test]
+    fn the_limits_hold_to_the_character() {
+        let clause = |soql: &str| soql.split_once(" Lead ").map_or(0, |(_, c)| c.chars().count());
+        // A WHERE clause of exactly 3,900 characters, its `)` included, holds both IDs; one
+        // more character and the second waits.
+        for (second, held) in [(879, 2), (880, 1)] {
+            let ids = ["x".repeat(3000), "y".repeat(second)];
+            let (soql, n) = query("F__c", ids.iter().map(String::as_str));
+            assert_eq!(n, held, "{second}");
+            if held == 2 {
+                assert_eq!(clause(&soql), MAX_WHERE_CHARS);
+            }
+        }
+        // A URL of exactly 12,000 encoded characters, its `)` included, holds both; one more
+        // and the second waits.
+        for (extra, held) in [(1, 2), (2, 1)] {
+            let ids = ["é".repeat(1000), format!("{}{}", "é".repeat(988), "a".repeat(extra))];
+            let (soql, n) = query("F__c", ids.iter().map(String::as_str));
+            assert_eq!(n, held, "{extra}");
+            if held == 2 {
+                assert_eq!(encoded_len(&soql), MAX_QUERY_URL_CHARS);
+            }
+        }
+    }
+
+    #[test]
     fn a_refused_query_is_retried_never_the_lead_s() {
         let retry = |reason| SinkError::Retryable { reason, retry_after: None };
         assert_eq!(query_refused(Err(retry("sink_rate_limited"))), retry("sink_rate_limited"));
