@@ -139,6 +139,9 @@ pub enum CheckError {
     Wrong(String),
     /// The sink could not be asked (down, throttled, slow): start anyway, and say so.
     Unreachable(String),
+    /// The sink answered, and the configuration may not work, which only the sink's own
+    /// automation can tell (a required field a flow fills): start, and say what to check.
+    Doubtful(String),
 }
 
 /// How long the start-up check may take: well within Lambda's 10-second init, and before a
@@ -156,6 +159,9 @@ pub fn start_verdict(check: Option<Result<(), CheckError>>) -> Result<Option<Str
         Some(Err(CheckError::Unreachable(why))) => {
             Ok(Some(format!("the lead sink's configuration could not be checked ({why}); starting anyway")))
         }
+        Some(Err(CheckError::Doubtful(what))) => {
+            Ok(Some(format!("the lead sink's configuration may not work: {what}; starting anyway")))
+        }
         None => Ok(Some("the lead sink's configuration check took too long; starting anyway".into())),
     }
 }
@@ -172,6 +178,9 @@ mod tests {
         let unreachable = start_verdict(Some(Err(CheckError::Unreachable("HubSpot answered 429".into()))));
         let line = "the lead sink's configuration could not be checked (HubSpot answered 429); starting anyway";
         assert_eq!(unreachable, Ok(Some(line.into())));
+        let doubtful = start_verdict(Some(Err(CheckError::Doubtful("Region__c is required".into()))));
+        let line = "the lead sink's configuration may not work: Region__c is required; starting anyway";
+        assert_eq!(doubtful, Ok(Some(line.into())));
         let slow = Ok(Some("the lead sink's configuration check took too long; starting anyway".into()));
         assert_eq!(start_verdict(None), slow);
         assert!(START_CHECK_LIMIT < Duration::from_secs(10) && START_CHECK_LIMIT < CALL_TIMEOUT);

@@ -72,9 +72,9 @@ impl Salesforce {
         // Field API names compare without case, as Salesforce does.
         let named = |f: &&serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(field));
         check_field(field, fields.iter().find(named))?;
-        check_required(&fields, field)?;
         self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+        // Last: the worker starts all the same, and says what to check.
+        check_required(&fields, field)
     }
 }
 
@@ -92,10 +92,12 @@ pub fn writable(fields: &[serde_json::Value], name: &str) -> bool {
 /// form has none), besides the external ID field.
 const ALWAYS_FILLED: [&str; 2] = ["LastName", "Company"];
 
-/// Refuses an org whose Lead requires on create a field the sink does not fill: one that is
-/// createable, not nillable and not defaulted on create (Object Reference, "Required Fields":
-/// the org fills the others itself, such as the owner and the status). Every Lead would be
-/// refused `REQUIRED_FIELD_MISSING`, retried for ever.
+/// Names the Lead fields the org requires on create and the sink does not fill: createable,
+/// not nillable and not defaulted on create (Object Reference, "Required Fields": the org fills
+/// the others itself, such as the owner and the status). Unless a before-save flow or trigger
+/// of the org's fills one (Salesforce checks required fields after those run), every Lead is
+/// refused `REQUIRED_FIELD_MISSING` and retried as `sink_org_required_field`: the worker
+/// starts, and says so ([`CheckError::Doubtful`]).
 pub fn check_required(fields: &[serde_json::Value], external_id_field: &str) -> Result<(), CheckError> {
     let is = |f: &serde_json::Value, property: &str, value: bool| f[property] == serde_json::Value::Bool(value);
     let filled = |name: &str| {
@@ -111,8 +113,8 @@ pub fn check_required(fields: &[serde_json::Value], external_id_field: &str) -> 
     if missing.is_empty() {
         return Ok(());
     }
-    Err(CheckError::Wrong(format!(
-        "Salesforce's Lead: the org requires {} on every new Lead, which the sink does not fill (it writes FirstName, LastName, Email, Company, Phone, Description and the external ID field): give each a default value, or untick Required in its definition (Setup, Object Manager, Lead, Fields & Relationships)",
+    Err(CheckError::Doubtful(format!(
+        "Salesforce's Lead: the org requires {} on every new Lead, which the sink does not fill (it writes FirstName, LastName, Email, Company, Phone, Description and the external ID field): unless a flow or trigger of the org's fills it, every Lead is refused (sink_org_required_field); give each a default value, or untick Required in its definition (Setup, Object Manager, Lead, Fields & Relationships)",
         missing.join(", ")
     )))
 }
@@ -175,7 +177,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_field_the_org_requires_and_the_sink_does_not_fill_stops_the_start() {
+    fn a_field_the_org_requires_and_the_sink_does_not_fill_is_named_at_start() {
         let field = |name: &str, createable: bool, nillable: bool, defaulted: bool| json!({"name": name, "createable": createable, "nillable": nillable, "defaultedOnCreate": defaulted});
         let org = vec![
             field("Id", false, false, true),
@@ -192,7 +194,7 @@ mod tests {
         let mut required = org.clone();
         required.push(field("Region__c", true, false, false));
         required.push(field("Tier__c", true, false, false));
-        let Err(CheckError::Wrong(text)) = check_required(&required, "Sub__c") else { panic!("must refuse") };
+        let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c") else { panic!("must name them") };
         assert!(text.contains("requires \"Region__c\", \"Tier__c\" on every new Lead"), "{text}");
         assert!(!text.contains("OwnerId") && !text.contains("Formula__c"), "{text}");
     }

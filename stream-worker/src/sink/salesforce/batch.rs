@@ -18,6 +18,7 @@ use shared::lead::Lead;
 
 use super::api::{classify_answer, Salesforce};
 use super::lead::{self, external_id, fields};
+use super::lookup;
 use super::refusals::{self, Meaning, Refusal};
 use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
@@ -77,7 +78,7 @@ pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     // field may be the external ID's, one naming another unique field is the org's.
     let ours = |e: &Refusal| e.fields.is_empty() || e.fields.iter().any(|f| f.eq_ignore_ascii_case(field));
     if errors.iter().any(|e| e.code == "DUPLICATE_VALUE" && ours(e)) {
-        return Outcome::Taken("sink_concurrent_upsert");
+        return Outcome::Taken(lookup::DUPLICATE);
     }
     if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
         return Outcome::Without("Email");

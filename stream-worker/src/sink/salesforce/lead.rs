@@ -148,13 +148,13 @@ pub const MAX_EXTERNAL_ID_UNITS: usize = 255;
 /// Text field can hold or no URL path could carry, `sha256-` and the hex SHA-256 of the ID:
 /// over 255 UTF-16 code units; holding a `.` (from when the sink upserted by a URL path, where
 /// `.` and `..` are dot segments and some extensions such as `.inc` answer 404: kept, so a
-/// replay of a submission written then finds its Lead); starting or ending in white space
-/// (Salesforce trims text values, so `a ` would be stored as `a`: its replay would not find it
-/// and `a` would share it). Deterministic, so a replay names the same Lead; distinct IDs never
+/// replay of a submission written then finds its Lead); starting or ending in a space (or a
+/// control): Salesforce trims text values as Java's `String.trim` does, so `a ` would be
+/// stored as `a`, its replay would not find it and `a` would share it. Deterministic, so a replay names the same Lead; distinct IDs never
 /// share a value (the field must be case sensitive: checked at start).
 pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
     use sha2::{Digest, Sha256};
-    let trimmed = submission_id.trim() == submission_id;
+    let trimmed = submission_id.trim_matches(|c: char| c <= ' ') == submission_id;
     let fits = submission_id.encode_utf16().count() <= MAX_EXTERNAL_ID_UNITS && !submission_id.contains('.') && trimmed;
     // A short ID that itself looks like a digest value is hashed too, so it cannot collide
     // with one.
@@ -386,7 +386,7 @@ mod tests {
         let emoji = "😀".repeat(128);
         let too_long = "x".repeat(MAX_EXTERNAL_ID_UNITS + 1);
         let odd_ones = [".", "..", "lead@example.inc", "sub.1", too_long.as_str(), "sha256-abc", emoji.as_str()];
-        for odd in odd_ones.into_iter().chain([" a", "a ", "\u{a0}a", "a\u{3000}"]) {
+        for odd in odd_ones.into_iter().chain([" a", "a ", "\ta", "a\n"]) {
             let value = external_id(odd);
             assert!(value.starts_with("sha256-") && value.len() == 71, "{odd}: {value}");
             assert_eq!(external_id(odd), value, "deterministic");
@@ -395,6 +395,8 @@ mod tests {
         assert_ne!(external_id("."), external_id(".."));
         assert_ne!(external_id("a "), external_id(" a"));
         assert_eq!(external_id("a b"), "a b", "white space inside is kept");
+        // Only what Salesforce trims: a no-break space or an ideographic one stays.
+        assert_eq!(external_id("\u{a0}a\u{3000}"), "\u{a0}a\u{3000}");
         // printf '.' | sha256sum
         assert_eq!(external_id("."), "sha256-cdb4ee2aea69cc6a83331bbe96dc2caa9a299d21329efb0336fc02a82e1839a8");
     }

@@ -86,6 +86,18 @@ pub fn verdicts(answer: &Value, field: &str, ids: &[(String, &'static str)]) -> 
         .collect()
 }
 
+/// The error of a refused create whose ID the query had no room for: the org's setup's own
+/// reason (what a person must fix), or `sink_lookup_deferred` for a duplicate of the external
+/// ID, which the next try asks about.
+pub fn unasked(otherwise: &'static str) -> SinkError {
+    let reason = if otherwise == DUPLICATE { "sink_lookup_deferred" } else { otherwise };
+    SinkError::Retryable { reason, retry_after: None }
+}
+
+/// The reason a create refused as a duplicate of the external ID is retried with when no Lead
+/// holds it (another create of the ID not committed yet, or a Lead the user cannot see).
+pub const DUPLICATE: &str = "sink_concurrent_upsert";
+
 /// A refused query's error: as its answer means (a limit, an outage, the org's setup), but
 /// never `FAILED`, since the query is the sink's own and never the lead's content.
 pub fn query_refused(verdict: Result<(), SinkError>) -> SinkError {
@@ -97,7 +109,7 @@ pub fn query_refused(verdict: Result<(), SinkError>) -> SinkError {
 
 impl Salesforce {
     /// Whether Leads hold `ids`: one verdict per ID ([`verdicts`]); IDs past what one query
-    /// holds are retried (`sink_lookup_deferred`). A session that ended gets a new token unless
+    /// holds are retried ([`unasked`]). A session that ended gets a new token unless
     /// `refreshed` says one was already fetched.
     pub(super) async fn look_up(
         &self,
@@ -106,12 +118,11 @@ impl Salesforce {
     ) -> Vec<Result<(), SinkError>> {
         let field = self.field().to_owned();
         let (soql, held) = query(&field, ids.iter().map(|(id, _)| id.as_str()));
-        let deferred = SinkError::Retryable { reason: "sink_lookup_deferred", retry_after: None };
         let mut results = match self.query_once(&soql, refreshed).await {
             Ok(answer) => verdicts(&answer, &field, &ids[..held]),
             Err(error) => vec![Err(error); held],
         };
-        results.resize(ids.len(), Err(deferred));
+        results.extend(ids[held..].iter().map(|(_, otherwise)| Err(unasked(otherwise))));
         results
     }
 
@@ -199,6 +210,13 @@ mod tests {
                 assert_eq!(encoded_len(&soql), MAX_QUERY_URL_CHARS);
             }
         }
+    }
+
+    #[test]
+    fn an_id_the_query_had_no_room_for_keeps_the_org_s_reason() {
+        let retry = |reason| SinkError::Retryable { reason, retry_after: None };
+        assert_eq!(unasked(DUPLICATE), retry("sink_lookup_deferred"));
+        assert_eq!(unasked("sink_org_validation_rule"), retry("sink_org_validation_rule"));
     }
 
     #[test]
