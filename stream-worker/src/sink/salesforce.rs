@@ -21,9 +21,10 @@
 //! creates of one ID at once, the org's request limit) and the org's setup (required fields,
 //! validation rules, field-level security, Block duplicate rules, automation) are retried,
 //! never `FAILED`, once the query has found no Lead for the submission (a replay meets the
-//! org's rules before the uniqueness check); only the lead's own content fails it. An email Salesforce refuses costs
-//! the `Email` field, never the lead ([`lead::email_accepted`], then one more try without it);
-//! a phone the org's field setup refuses costs `Phone` ([`refusals::may_be_the_phone`]).
+//! org's rules before the uniqueness check); only the lead's own content fails it. An email
+//! Salesforce refuses costs the `Email` field, never the lead ([`lead::email_accepted`], then
+//! one more try without it); a phone the org's field setup refuses costs `Phone`
+//! ([`refusals::may_be_the_phone`]).
 //! 415 (the request's format) is retried as `sink_unsupported_media_type`; 503 with its
 //! `Retry-After`.
 
