@@ -45,14 +45,16 @@ pub fn role_text(lead: &Lead, role: Role) -> Option<String> {
 /// `(label, text)` lines in `extra`'s order: a list as its items joined by `, `; a choice
 /// (`{"label": ..}`, `{"labels": [..], "other": ..}`, with only the option's IDs and refs
 /// beside) as its labels; any other object as one line per member (`hidden.utm_source`). Blank
-/// answers and a CAPTCHA's token ([`CAPTCHA_TOKENS`]) are left out.
-pub fn other_answers(lead: &Lead, shown: &[Role]) -> Vec<(String, String)> {
+/// answers and a CAPTCHA's token ([`CAPTCHA_TOKENS`]) are left out, and so are the lines
+/// labelled as a key in `mapped` (the answers a mapping wrote whole: [`crate::field_map`]).
+pub fn other_answers(lead: &Lead, shown: &[Role], mapped: &[String]) -> Vec<(String, String)> {
     let in_fields: Vec<&String> = shown.iter().filter_map(|role| lead.roles.get(role)).collect();
     let mut lines = Vec::new();
     let answer = |key: &String| !in_fields.contains(&key) && !CAPTCHA_TOKENS.contains(&key.as_str());
     for (key, value) in lead.extra.iter().filter(|(key, _)| answer(key)) {
         push_lines(&mut lines, key.clone(), value);
     }
+    lines.retain(|(label, _)| !mapped.contains(label));
     lines
 }
 
@@ -184,7 +186,7 @@ mod tests {
         );
         assert_eq!(role_text(&lead, Role::Company).as_deref(), Some("Acme"));
         assert_eq!(role_text(&lead, Role::LastName), None);
-        let lines = other_answers(&lead, &[Role::Company]);
+        let lines = other_answers(&lead, &[Role::Company], &[]);
         let text = |l: &[(String, String)]| l.iter().map(|(a, b)| alloc::format!("{a}={b}")).collect::<Vec<_>>();
         assert_eq!(
             text(&lines),
@@ -201,6 +203,11 @@ mod tests {
                 "hidden.utm_source=news"
             ]
         );
+        // The answers a mapping wrote whole are not repeated, a member of an object by its line.
+        let mapped = [String::from("Size2"), String::from("hidden.utm_source")];
+        let fewer = text(&other_answers(&lead, &[Role::Company], &mapped));
+        assert_eq!(fewer.len(), lines.len() - 2);
+        assert!(!fewer.iter().any(|l| l.starts_with("Size2=") || l.starts_with("hidden.utm_source=")), "{fewer:?}");
         assert_eq!(answers_block(&lines[..2]), "Other answers:\nConsent: true\nPhone: +1 555");
         assert_eq!(answers_block(&[]), "");
         assert_eq!(notes("Hi", "B"), "Hi\n\nB");

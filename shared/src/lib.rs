@@ -29,6 +29,7 @@ pub mod decision;
 pub mod default_fields;
 pub mod dynamo;
 pub mod envelope;
+pub mod field_map;
 pub mod fingerprint;
 pub mod form;
 pub mod headers;
@@ -48,6 +49,7 @@ pub mod secret;
 pub mod store;
 pub mod stream;
 pub mod time;
+pub mod typed;
 
 #[cfg(all(test, target_arch = "wasm32"))]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);

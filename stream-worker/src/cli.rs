@@ -45,6 +45,9 @@ pub enum Command {
     /// port); a redrive waits up to `wait` for the stream's verdict; `read_only`: no redrive,
     /// and no sink settings needed (only the table).
     Console { port: u16, wait: Duration, read_only: bool },
+    /// `mapping check`: the lead mapping checked against the configured CRM, each mapped field
+    /// printed with its type.
+    MappingCheck,
 }
 
 /// `--since`: a time, or an age before now.
@@ -121,6 +124,18 @@ enum Top {
         #[command(subcommand)]
         command: Receipts,
     },
+    /// The lead mapping (LEAD_MAPPING or LEAD_MAPPING_FILE).
+    Mapping {
+        #[command(subcommand)]
+        command: Mapping,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum Mapping {
+    /// Check the mapping against the configured CRM: print each mapped field with its type
+    /// and what it takes; exit non-zero on any problem.
+    Check,
 }
 
 #[derive(Subcommand, Debug)]
@@ -186,6 +201,7 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
         }
         Top::Console { port, wait, read_only } => Command::Console { port, wait, read_only },
         Top::Profiles { example, answer } => Command::Profiles { example: example.map(|id| (id, answer)) },
+        Top::Mapping { command: Mapping::Check } => Command::MappingCheck,
         Top::Receipts { command: Receipts::List { status, all, since, json } } => {
             Command::List { status, all, since, json }
         }

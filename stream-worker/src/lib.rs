@@ -12,6 +12,7 @@ pub mod console;
 pub mod handler;
 pub mod inventory;
 pub mod listing;
+pub mod mapping;
 pub mod metrics;
 pub mod operate;
 pub mod poll;

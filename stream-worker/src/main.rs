@@ -70,7 +70,16 @@ async fn main() -> anyhow::Result<()> {
         // environment, and the next cold start, would write leads somewhere else.
         bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
     }
-    let sink = Sink::connect(&config.sink).await?;
+    let mapping = stream_worker::mapping::load(|name| secrets.get(name).cloned().or_else(|| std::env::var(name).ok()))?;
+    let sink = Sink::connect(&config.sink).await?.with_mapping(mapping)?;
+    if command == Command::MappingCheck {
+        use stream_worker::sink::CheckError;
+        let lines = sink.mapping_lines().await.map_err(|e| match e {
+            CheckError::Wrong(text) | CheckError::Unreachable(text) | CheckError::Doubtful(text) => anyhow!(text),
+        })?;
+        print_out(lines.iter().map(|l| format!("{l}\n")).collect());
+        return Ok(());
+    }
     check_sink(&sink).await?;
     let handler = Handler {
         sink,
@@ -144,7 +153,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Console { port, wait, .. } => {
             stream_worker::console::serve(Access::Redrive { handler: Box::new(handler), wait }, port, shutdown()).await
         }
-        Command::List { .. } | Command::Show { .. } | Command::Profiles { .. } => unreachable!("handled above"),
+        Command::List { .. } | Command::Show { .. } | Command::Profiles { .. } | Command::MappingCheck => {
+            unreachable!("handled above")
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod edge_receiver;
 mod lambda_mode;
 mod listing;
 mod log_hygiene;
+mod mapped;
 mod operate;
 mod operate_faults;
 mod profiles;

@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 
 mod salesforce;
+mod salesforce_fields;
 pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
+pub use salesforce_fields::OrgField;
 
 /// HubSpot as its API documents it, for the calls the sink makes: contacts unique by email
 /// (upsert by `email`; a create with an existing email is 409 `CONFLICT`), tickets upserted by

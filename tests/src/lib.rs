@@ -11,6 +11,7 @@ pub mod browser;
 pub mod crm;
 pub mod delivery;
 pub mod edge;
+pub mod forms;
 pub mod http;
 pub mod ministack;
 pub mod policies;

@@ -28,12 +28,14 @@
 //! 415 (the request's format) is retried as `sink_unsupported_media_type`; 503 with its
 //! `Retry-After`.
 
+use shared::field_map::FieldMapping;
 use shared::lead::Lead;
 
 use super::contract::{BatchItem, CheckError, LeadSink, SinkError, RECEIPT_UPDATE_BUDGET};
 
 mod api;
 pub mod batch;
+pub mod catalogue;
 pub mod lead;
 pub mod limits;
 pub mod lookup;
@@ -43,16 +45,57 @@ pub use api::{classify_answer, Login, Salesforce, DUPLICATE_RULE_HEADER};
 pub use lead::{external_id, fields, NOT_PROVIDED};
 
 impl Salesforce {
-    /// Checks, once at start, that the credentials work and the external ID field exists on
-    /// Lead and is an External ID (`GET .../sobjects/Lead/describe`).
+    /// Checks, once at start, that the credentials work, the external ID field exists on Lead
+    /// and is an External ID, and the lead mapping's fields exist and take what it maps to them
+    /// (`GET .../sobjects/Lead/describe`).
     pub async fn check_configuration(&self) -> Result<(), CheckError> {
+        let fields = self.describe().await?;
+        let field = self.field();
+        check_field(field, catalogue::find(&fields, field))?;
+        self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
+        let typed = catalogue::resolve(&self.mapping, &fields, field).map_err(CheckError::Wrong)?;
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::sync::Arc::new(typed));
+        // Last: the worker starts all the same, and says what to check.
+        check_required(&fields, field, &self.mapping)
+    }
+
+    /// Each mapped field with its type and what it takes (`stream-worker mapping check`), or
+    /// what is wrong.
+    pub async fn mapping_lines(&self) -> Result<Vec<String>, CheckError> {
+        let fields = self.describe().await?;
+        let typed = catalogue::resolve(&self.mapping, &fields, self.field()).map_err(CheckError::Wrong)?;
+        Ok(catalogue::describe_lines(&typed, &fields))
+    }
+
+    /// The mapping typed by the org's describe: read once (by the start-up check, or here when
+    /// that could not reach the org); `None` without a mapping.
+    pub(super) async fn typed(&self) -> Result<Option<std::sync::Arc<catalogue::Typed>>, SinkError> {
+        if self.mapping.is_empty() {
+            return Ok(None);
+        }
+        if let Some(typed) = self.typed.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Ok(Some(typed));
+        }
+        let fields = self.describe().await.map_err(|e| SinkError::Retryable {
+            reason: if matches!(e, CheckError::Unreachable(_)) { "sink_unavailable" } else { "sink_config_invalid" },
+            retry_after: None,
+        })?;
+        let typed = catalogue::resolve(&self.mapping, &fields, self.field())
+            .map_err(|_| SinkError::Retryable { reason: "sink_mapping_refused", retry_after: None })?;
+        let typed = std::sync::Arc::new(typed);
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Some(typed.clone());
+        Ok(Some(typed))
+    }
+
+    /// The Lead's fields as the integration user sees them (`GET .../sobjects/Lead/describe`).
+    async fn describe(&self) -> Result<Vec<serde_json::Value>, CheckError> {
         let session = self.session(false).await.map_err(|e| match e {
             SinkError::Retryable { reason: "sink_login_refused", .. } => CheckError::Wrong(String::from(
                 "SALESFORCE_CLIENT_ID / SALESFORCE_CLIENT_SECRET: Salesforce refused the client credentials",
             )),
             other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
         })?;
-        let (describe, field) = self.path.rsplit_once('/').unwrap_or((self.path.as_str(), ""));
+        let describe = self.path.rsplit_once('/').map_or(self.path.as_str(), |(describe, _)| describe);
         let url = format!("{}{describe}/describe", session.instance_url);
         let response = self.client.get(url).bearer_auth(&session.token).send().await;
         let response =
@@ -69,13 +112,7 @@ impl Salesforce {
             )));
         }
         let description: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
-        let fields = description["fields"].as_array().cloned().unwrap_or_default();
-        // Field API names compare without case, as Salesforce does.
-        let named = |f: &&serde_json::Value| f["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(field));
-        check_field(field, fields.iter().find(named))?;
-        self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
-        // Last: the worker starts all the same, and says what to check.
-        check_required(&fields, field)
+        Ok(description["fields"].as_array().cloned().unwrap_or_default())
     }
 }
 
@@ -99,10 +136,23 @@ const ALWAYS_FILLED: [&str; 2] = ["LastName", "Company"];
 /// of the org's fills one (Salesforce checks required fields after those run), every Lead is
 /// refused `REQUIRED_FIELD_MISSING` and retried as `sink_org_required_field`: the worker
 /// starts, and says so ([`CheckError::Doubtful`]).
-pub fn check_required(fields: &[serde_json::Value], external_id_field: &str) -> Result<(), CheckError> {
+///
+/// A field the mapping fills with a constant for every profile it names counts as filled; one
+/// it fills from an answer does not (the answer may be blank or not fit).
+pub fn check_required(
+    fields: &[serde_json::Value],
+    external_id_field: &str,
+    mapping: &FieldMapping,
+) -> Result<(), CheckError> {
     let is = |f: &serde_json::Value, property: &str, value: bool| f[property] == serde_json::Value::Bool(value);
+    let constant = |name: &str| {
+        !mapping.is_empty()
+            && mapping.profiles.iter().all(|(_, map)| map.constants.iter().any(|c| c.field.eq_ignore_ascii_case(name)))
+    };
     let filled = |name: &str| {
-        name.eq_ignore_ascii_case(external_id_field) || ALWAYS_FILLED.iter().any(|f| f.eq_ignore_ascii_case(name))
+        name.eq_ignore_ascii_case(external_id_field)
+            || ALWAYS_FILLED.iter().any(|f| f.eq_ignore_ascii_case(name))
+            || constant(name)
     };
     let missing: Vec<String> = fields
         .iter()
@@ -115,7 +165,7 @@ pub fn check_required(fields: &[serde_json::Value], external_id_field: &str) -> 
         return Ok(());
     }
     Err(CheckError::Doubtful(format!(
-        "Salesforce's Lead: the org requires {} on every new Lead, which the sink does not fill (it writes FirstName, LastName, Email, Company, Phone, Description and the external ID field): unless a flow or trigger of the org's fills it, every Lead is refused (sink_org_required_field); give each a default value, or untick Required in its definition (Setup, Object Manager, Lead, Fields & Relationships)",
+        "Salesforce's Lead: the org requires {} on every new Lead, which the sink does not fill (it writes FirstName, LastName, Email, Company, Phone, Description, the external ID field and LEAD_MAPPING's fields): unless a flow or trigger of the org's fills it, every Lead is refused (sink_org_required_field); give each a default value, a constant in LEAD_MAPPING, or untick Required in its definition (Setup, Object Manager, Lead, Fields & Relationships)",
         missing.join(", ")
     )))
 }
@@ -159,10 +209,11 @@ impl LeadSink for Salesforce {
     }
 
     fn record_budget(&self) -> std::time::Duration {
-        // A token, the create, once more both after an expired session, the create again
-        // without an email Salesforce refused, and again without a phone the org refused, and
-        // the query when it is refused as a duplicate: seven calls.
-        7 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
+        // The describe when the start-up check could not read it (once per process), a token,
+        // the create, once more both after an expired session, the create twice more without
+        // fields Salesforce refused (an email, a phone, mapped fields), and the query when it is
+        // refused as a duplicate: eight calls.
+        8 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
 
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
@@ -191,27 +242,37 @@ mod tests {
             field("Formula__c", false, false, false),
             json!({"name": "Bare__c"}),
         ];
-        assert_eq!(check_required(&org, "Sub__c"), Ok(()));
+        let none = FieldMapping::default();
+        assert_eq!(check_required(&org, "Sub__c", &none), Ok(()));
         let mut required = org.clone();
         required.push(field("Region__c", true, false, false));
         required.push(field("Tier__c", true, false, false));
-        let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c") else { panic!("must name them") };
+        let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c", &none) else {
+            panic!("must name them")
+        };
         assert!(text.contains("requires \"Region__c\", \"Tier__c\" on every new Lead"), "{text}");
         assert!(!text.contains("OwnerId") && !text.contains("Formula__c"), "{text}");
+        // A constant of the mapping fills one; an answer mapped to the other may be blank.
+        let mapping =
+            crate::mapping::parse("[tally.constants]\nregion__c = \"EU\"\n[tally.fields]\ntier = \"Tier__c\"\n", "m")
+                .unwrap();
+        let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c", &mapping) else {
+            panic!("must name it")
+        };
+        assert!(text.contains("requires \"Tier__c\" on every new Lead"), "{text}");
     }
 
     #[test]
-    fn a_salesforce_record_may_take_seven_calls_and_the_store_update() {
+    fn a_salesforce_record_may_take_eight_calls_and_the_store_update() {
         let login = Login {
             domain_url: "https://x.my.salesforce.com".into(),
             client_id: "i".into(),
             client_secret: "s".into(),
         };
         let sink = Salesforce::new(reqwest::Client::new(), login, "62.0", "F__c");
-        // A token, the create, both again after an expired session, the create once more
-        // without an email Salesforce refused, once more without a phone the org refused, and
-        // the query of a duplicate; docs/sinks.md: 81 s.
-        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(81));
+        // The describe, a token, the create, both again after an expired session, the create
+        // twice more without refused fields, and the query of a duplicate; docs/sinks.md: 91 s.
+        assert_eq!(sink.record_budget(), std::time::Duration::from_secs(91));
         assert_eq!(sink.field(), "F__c", "the field its refusals are read against");
     }
 

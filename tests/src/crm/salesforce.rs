@@ -41,6 +41,8 @@
 //!   `case_insensitive_ids`);
 //! - text values trimmed of leading and trailing white space, as Salesforce stores them (the
 //!   external ID's too);
+//! - the org's other Lead fields, typed (`org_fields`, [`OrgField`]): in the describe, and
+//!   each value checked as a save checks it (a restricted picklist's, a number's, a date's);
 //! - assignment rules (`assignments`): each save runs them unless the request says
 //!   `Sforce-Auto-Assign: FALSE` (Salesforce applies them when the header is absent or TRUE).
 //!
@@ -56,6 +58,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::salesforce_fields::OrgField;
 use crate::stub_http::{form_decode, percent_decode, FailNext, StubRequest, StubResponse, StubServer};
 
 pub struct SalesforceStandIn {
@@ -116,6 +119,9 @@ pub struct SalesforceState {
     /// `nillable: false`, `defaultedOnCreate: false`, and a new Lead without one is refused
     /// `REQUIRED_FIELD_MISSING` naming it.
     pub required_fields: BTreeSet<&'static str>,
+    /// The org's other Lead fields, typed ([`OrgField`]): in the describe, and each value a
+    /// save gives one checked as Salesforce checks it.
+    pub org_fields: Vec<OrgField>,
     /// Addresses the org refuses beyond the format (`INVALID_EMAIL_ADDRESS`), lowercase.
     pub refused_emails: BTreeSet<String>,
     /// Leads that were converted: an update is `CANNOT_UPDATE_CONVERTED_LEAD`.
@@ -327,6 +333,8 @@ fn serve_api(
             fields.push(json!({"name": name, "createable": createable, "updateable": createable, "nillable": false,
                 "defaultedOnCreate": true, "custom": false}));
         }
+        fields
+            .extend(state.org_fields.iter().filter(|f| !state.hidden_fields.contains(f.name)).map(OrgField::describe));
         for name in &state.required_fields {
             fields.push(json!({"name": name, "length": 80, "createable": true, "updateable": true, "nillable": false,
                 "defaultedOnCreate": false, "custom": true}));
@@ -496,11 +504,15 @@ fn collection_save(
     // A field the user may not see, or the org lacks, is no column of its request: the whole
     // call is refused (the stricter of the two answers Salesforce might give; the sink handles
     // both).
-    let hidden = shared.lock().unwrap().hidden_fields.clone();
+    let (hidden, org_fields) = {
+        let state = shared.lock().unwrap();
+        (state.hidden_fields.clone(), state.org_fields.clone())
+    };
     let column = |k: &str| {
         k == "attributes"
             || k.eq_ignore_ascii_case(field)
             || LEAD_FIELDS.iter().any(|(name, _)| name.eq_ignore_ascii_case(k) && !hidden.contains(name))
+            || org_fields.iter().any(|f| f.name.eq_ignore_ascii_case(k) && !hidden.contains(f.name))
     };
     let unknown = records.iter().filter_map(Value::as_object).flat_map(|o| o.keys()).find(|k| !column(k));
     if let Some(name) = unknown {
@@ -675,6 +687,14 @@ fn validate(state: &SalesforceState, body: &Value) -> Result<Value, StubResponse
     // spells it; a name no field has is INVALID_FIELD.
     let mut fields = json!({});
     for (name, value) in body.as_object().cloned().unwrap_or_default() {
+        let typed = |f: &&OrgField| f.name.eq_ignore_ascii_case(&name) && !state.hidden_fields.contains(f.name);
+        if let Some(org_field) = state.org_fields.iter().find(typed) {
+            let stored = org_field
+                .check(&value, email_valid)
+                .map_err(|(code, message)| refusal(code, &message, &[org_field.name]))?;
+            fields[org_field.name] = stored;
+            continue;
+        }
         let visible = |f: &&(&str, usize)| f.0.eq_ignore_ascii_case(&name) && !state.hidden_fields.contains(f.0);
         let Some((known, max)) = LEAD_FIELDS.iter().find(visible) else {
             return Err(StubResponse::json(

@@ -199,7 +199,7 @@ pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
 /// contact is the person's, and holds what their latest submission said (or nothing, when
 /// HubSpot refused it), while the ticket keeps what this one said.
 pub(super) fn ticket_content(lead: &Lead, note: &str) -> String {
-    let content = notes(&lead.message, &answers_block(&other_answers(lead, &[Role::FirstName, Role::LastName])));
+    let content = notes(&lead.message, &answers_block(&other_answers(lead, &[Role::FirstName, Role::LastName], &[])));
     let room = MAX_PROPERTY_CHARS.saturating_sub(note.chars().count());
     format!("{}{note}", fit(&content, room))
 }

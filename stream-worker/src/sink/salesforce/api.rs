@@ -32,6 +32,11 @@ pub struct Salesforce {
     /// Whether the start-up check saw that the integration user may write the Lead's `Phone`
     /// (until it has, a phone goes to `Description`).
     pub(super) phone: AtomicBool,
+    /// The lead mapping as configured (`LEAD_MAPPING`).
+    pub(super) mapping: shared::field_map::FieldMapping,
+    /// The mapping typed by the org's describe, once read (at start, or before the first
+    /// create when the start-up check could not reach the org).
+    pub(super) typed: Mutex<Option<std::sync::Arc<super::catalogue::Typed>>>,
 }
 
 /// What the token request needs.
@@ -62,7 +67,15 @@ impl Salesforce {
             allocation: Mutex::default(),
             session: Mutex::new(None),
             phone: AtomicBool::new(false),
+            mapping: shared::field_map::FieldMapping::default(),
+            typed: Mutex::new(None),
         }
+    }
+
+    /// The sink with a lead mapping ([`crate::mapping`]), checked against the org at start.
+    pub fn with_mapping(mut self, mapping: shared::field_map::FieldMapping) -> Salesforce {
+        self.mapping = mapping;
+        self
     }
 
     /// Whether the Lead's `Phone` is written ([`Salesforce::phone`]).

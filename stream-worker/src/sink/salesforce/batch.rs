@@ -14,9 +14,13 @@
 //! another create of the ID not committed yet, retried.
 
 use serde_json::{json, Value};
+use shared::field_map::{apply, Mapped};
 use shared::lead::Lead;
+use shared::profile::Profile;
+use shared::typed::Unfit;
 
 use super::api::{classify_answer, Salesforce};
+use super::catalogue::Typed;
 use super::lead::{self, external_id, fields};
 use super::lookup;
 use super::refusals::{self, Meaning, Refusal};
@@ -28,9 +32,37 @@ pub const BATCH_SIZE: usize = 200;
 
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
-/// `lead` as a collection record: its fields ([`fields`]), its type and the external ID.
-pub fn record(lead: &Lead, field: &str, phone_writable: bool) -> Value {
-    with_id(fields(lead, phone_writable), lead, field)
+/// `lead` as a collection record: its fields ([`fields`], the mapping's in `mapped`), its type
+/// and the external ID.
+pub fn record(lead: &Lead, field: &str, phone_writable: bool, mapped: &Mapped) -> Value {
+    with_id(fields(lead, phone_writable, mapped), lead, field)
+}
+
+/// Each item's lead through its profile's mapping (none: the default fields only).
+fn mapped(items: &[BatchItem<'_>], typed: Option<&Typed>) -> Vec<Mapped> {
+    let map = |key: &str| {
+        let profile = Profile::of_key(key).map(|(profile, _)| profile)?;
+        typed?.iter().find(|(p, _)| *p == profile).map(|(_, map)| map)
+    };
+    items.iter().map(|item| map(item.receipt_key).map(|m| apply(item.lead, m)).unwrap_or_default()).collect()
+}
+
+/// Logs [`left_out_line`], when there is one.
+fn log_left_out(lead: &Lead, mapped: &Mapped) {
+    if let Some(line) = left_out_line(lead, mapped) {
+        eprintln!("{line}");
+    }
+}
+
+/// The log line of a Lead created without some mapped fields: the submission, and each field
+/// left out with why, never its value (the value is in the Lead's `Description`).
+pub fn left_out_line(lead: &Lead, mapped: &Mapped) -> Option<String> {
+    if mapped.left_out.is_empty() {
+        return None;
+    }
+    let fields: Vec<Value> =
+        mapped.left_out.iter().map(|(field, unfit)| json!({"field": field, "reason": unfit.reason()})).collect();
+    Some(json!({"submissionId": lead.external_id, "action": "sink_fields_left_out", "fieldsLeftOut": fields}).to_string())
 }
 
 fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
@@ -45,6 +77,9 @@ pub enum Outcome {
     Saved(Result<(), SinkError>),
     /// Refused for this field's value (`Email`, or maybe `Phone`): send it again without.
     Without(&'static str),
+    /// Refused with errors naming these fields the mapping filled: send it again without them
+    /// (a value the org refuses costs its field, never the lead).
+    WithoutMapped(Vec<String>),
     /// Refused as a duplicate of the external ID's value, or of another Lead by a duplicate
     /// rule: a Lead may hold the submission already (a replay); [`lookup`] decides, and none
     /// found is retried with this reason.
@@ -65,8 +100,10 @@ fn refusals_of(result: &Value) -> Vec<Refusal> {
         .collect()
 }
 
-/// One SaveResult of `record` (`field`: the external ID field), judged by its codes.
-pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
+/// One SaveResult of `record` (`field`: the external ID field; `mapped`: the fields the
+/// mapping filled), judged by its codes; `None` when no field may be left out any more (the
+/// record was sent twice without some already).
+pub fn outcome(result: &Value, field: &str, record: &Value, mapped: Option<&[String]>) -> Outcome {
     if result["success"] == Value::Bool(true) {
         return Outcome::Saved(Ok(()));
     }
@@ -80,11 +117,19 @@ pub fn outcome(result: &Value, field: &str, record: &Value) -> Outcome {
     if errors.iter().any(|e| e.code == "DUPLICATE_VALUE" && ours(e)) {
         return Outcome::Taken(lookup::DUPLICATE);
     }
-    if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
-        return Outcome::Without("Email");
-    }
-    if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
-        return Outcome::Without("Phone");
+    if let Some(mapped) = mapped {
+        let named = |name: &String| errors.iter().any(|e| e.fields.iter().any(|f| f.eq_ignore_ascii_case(name)));
+        let refused: Vec<String> =
+            mapped.iter().filter(|m| record.get(m.as_str()).is_some() && named(m)).cloned().collect();
+        if !refused.is_empty() {
+            return Outcome::WithoutMapped(refused);
+        }
+        if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
+            return Outcome::Without("Email");
+        }
+        if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
+            return Outcome::Without("Phone");
+        }
     }
     match refusals::meaning(400, &errors, field) {
         // The org's rules (validation, required fields, duplicate rules, automation) run before
@@ -108,7 +153,16 @@ impl Salesforce {
     pub async fn upsert_collection(&self, items: &[BatchItem<'_>]) -> Vec<Result<(), SinkError>> {
         let field = self.field().to_owned();
         let phone = self.phone_writable();
-        let mut records: Vec<Value> = items.iter().map(|item| record(item.lead, &field, phone)).collect();
+        let typed = match self.typed().await {
+            Ok(typed) => typed,
+            Err(error) => return vec![Err(error); items.len()],
+        };
+        let mut mapped = mapped(items, typed.as_deref());
+        let mapped_fields: Vec<Vec<String>> =
+            mapped.iter().map(|m| m.values.iter().map(|(f, _)| f.clone()).collect()).collect();
+        let mut withouts = vec![0u8; items.len()];
+        let mut records: Vec<Value> =
+            items.iter().zip(&mapped).map(|(item, mapped)| record(item.lead, &field, phone, mapped)).collect();
         let mut results = vec![Err(UNEXPECTED); items.len()];
         let mut sending: Vec<usize> = (0..items.len()).collect();
         // Records refused as duplicates of their external ID, for one query at the end.
@@ -133,7 +187,7 @@ impl Salesforce {
                 {
                     self.note_phone_refused(&errors);
                     for &i in &sending {
-                        records[i] = lead::without(items[i].lead, records[i].take(), "Phone");
+                        records[i] = lead::without(items[i].lead, records[i].take(), &["Phone"], &mapped[i]);
                     }
                     sending.extend(later);
                     continue;
@@ -149,13 +203,29 @@ impl Salesforce {
             };
             let mut again = later;
             for (&i, answer) in sending.iter().zip(&answers) {
-                match outcome(answer, &field, &records[i]) {
-                    Outcome::Saved(result) => results[i] = result,
+                // Fields are left out twice at most (the record's budget counts two more
+                // creates: [`super::Salesforce::record_budget`]).
+                let droppable = (withouts[i] < 2).then_some(mapped_fields[i].as_slice());
+                match outcome(answer, &field, &records[i], droppable) {
+                    Outcome::Saved(result) => {
+                        if result.is_ok() {
+                            log_left_out(items[i].lead, &mapped[i]);
+                        }
+                        results[i] = result;
+                    }
                     Outcome::Without(refused) => {
+                        withouts[i] += 1;
                         if refused == "Phone" {
                             self.note_phone_refused(&refusals_of(answer));
                         }
-                        records[i] = lead::without(items[i].lead, records[i].take(), refused);
+                        records[i] = lead::without(items[i].lead, records[i].take(), &[refused], &mapped[i]);
+                        again.push(i);
+                    }
+                    Outcome::WithoutMapped(refused) => {
+                        withouts[i] += 1;
+                        let names: Vec<&str> = refused.iter().map(String::as_str).collect();
+                        records[i] = lead::without(items[i].lead, records[i].take(), &names, &mapped[i]);
+                        mapped[i].left_out.extend(refused.into_iter().map(|f| (f, Unfit::Refused)));
                         again.push(i);
                     }
                     Outcome::Taken(otherwise) => taken.push((i, otherwise)),
@@ -202,6 +272,7 @@ impl Salesforce {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::json::Json;
 
     #[test]
     fn a_repeated_external_id_waits_for_the_next_call() {
@@ -216,80 +287,127 @@ mod tests {
             extra: Default::default(),
             roles: Default::default(),
         };
-        let record = record(&lead, "F__c", true);
+        let record = record(&lead, "F__c", true, &Mapped::default());
         assert_eq!((record["attributes"]["type"].as_str(), record["F__c"].as_str()), (Some("Lead"), Some("sub_1")));
+    }
+
+    #[test]
+    fn the_fields_left_out_are_logged_by_name_and_reason_never_their_values() {
+        let Json::Object(extra) = shared::json::parse(br#"{"Start":"2026-02-30","Size":"Huge"}"#).unwrap() else {
+            unreachable!()
+        };
+        let lead = Lead { external_id: "tally:r1".into(), extra, ..Lead::default() };
+        assert_eq!(left_out_line(&lead, &Mapped::default()), None);
+        let mapped = Mapped {
+            left_out: vec![("Start__c".into(), Unfit::NotADate), ("Size__c".into(), Unfit::Refused)],
+            ..Mapped::default()
+        };
+        let line = left_out_line(&lead, &mapped).unwrap();
+        assert_eq!(
+            line,
+            r#"{"action":"sink_fields_left_out","fieldsLeftOut":[{"field":"Start__c","reason":"not_a_date"},{"field":"Size__c","reason":"refused_by_the_crm"}],"submissionId":"tally:r1"}"#
+        );
+        assert!(!line.contains("2026-02-30") && !line.contains("Huge"));
     }
 
     #[test]
     fn each_save_result_is_judged_by_its_codes() {
         let saved = json!({"id": "00Q1", "success": true, "errors": [], "created": true});
         let (with_email, bare) = (json!({"Email": "a@x"}), json!({}));
-        assert_eq!(outcome(&saved, "F__c", &with_email), Outcome::Saved(Ok(())));
+        assert_eq!(outcome(&saved, "F__c", &with_email, Some(&[])), Outcome::Saved(Ok(())));
         let refused =
             |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": []}]});
         let retry = |reason| Outcome::Saved(Err(SinkError::Retryable { reason, retry_after: None }));
-        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email), retry("sink_row_locked"));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email, Some(&[])), retry("sink_row_locked"));
         // The org's setup refusing a create: the submission's Lead may exist all the same (a
         // replay meets the org's rules before the uniqueness check); the query decides, and
         // none found is retried with the setup's reason.
         assert_eq!(
-            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email),
+            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email, Some(&[])),
             Outcome::Taken("sink_org_validation_rule")
         );
         assert_eq!(
-            outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email),
+            outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email, Some(&[])),
             Outcome::Taken("sink_org_required_field")
         );
         // With a phone, the org's field setup may be refusing it: once more without.
         let with_phone = json!({"Phone": "+1 555"});
         for code in ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"] {
-            assert_eq!(outcome(&refused(code), "F__c", &with_phone), Outcome::Without("Phone"), "{code}");
+            assert_eq!(outcome(&refused(code), "F__c", &with_phone, Some(&[])), Outcome::Without("Phone"), "{code}");
         }
         let naming = |code: &str, field: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": [field]}]});
-        assert_eq!(outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone), Outcome::Without("Phone"));
+        assert_eq!(
+            outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone, Some(&[])),
+            Outcome::Without("Phone")
+        );
         // A rule or a permission naming another field is about that field: the org's.
         assert_eq!(
-            outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone),
+            outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone, Some(&[])),
             Outcome::Taken("sink_org_validation_rule")
         );
         assert_eq!(
-            outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone),
+            outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone, Some(&[])),
             Outcome::Taken("sink_org_permissions")
         );
-        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone), retry("sink_row_locked"));
-        assert_eq!(outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email), Outcome::Saved(Ok(())));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone, Some(&[])), retry("sink_row_locked"));
+        assert_eq!(
+            outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email, Some(&[])),
+            Outcome::Saved(Ok(()))
+        );
         // A duplicate of the external ID's value (named, or no field named): a query decides;
         // of another unique field: the org's.
         let taken = Outcome::Taken("sink_concurrent_upsert");
-        assert_eq!(outcome(&refused("DUPLICATE_VALUE"), "F__c", &with_email), taken);
-        assert_eq!(outcome(&naming("DUPLICATE_VALUE", "f__C"), "F__c", &with_email), taken);
+        assert_eq!(outcome(&refused("DUPLICATE_VALUE"), "F__c", &with_email, Some(&[])), taken);
+        assert_eq!(outcome(&naming("DUPLICATE_VALUE", "f__C"), "F__c", &with_email, Some(&[])), taken);
         assert_eq!(
-            outcome(&refused("DUPLICATES_DETECTED"), "F__c", &with_email),
+            outcome(&refused("DUPLICATES_DETECTED"), "F__c", &with_email, Some(&[])),
             Outcome::Taken("sink_org_duplicate_rule")
         );
         assert_eq!(
-            outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email),
+            outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email, Some(&[])),
             Outcome::Taken("sink_org_unique_field")
         );
         // The lead's own content is never looked for: FAILED.
         assert_eq!(
-            outcome(&naming("STRING_TOO_LONG", "LastName"), "F__c", &with_email),
+            outcome(&naming("STRING_TOO_LONG", "LastName"), "F__c", &with_email, Some(&[])),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
-        assert_eq!(outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email), Outcome::Without("Email"));
         assert_eq!(
-            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &bare),
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email, Some(&[])),
+            Outcome::Without("Email")
+        );
+        assert_eq!(
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &bare, Some(&[])),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" })),
             "already without Email: the lead's"
         );
         assert_eq!(
-            outcome(&refused("SOMETHING_NEW"), "F__c", &with_email),
+            outcome(&refused("SOMETHING_NEW"), "F__c", &with_email, Some(&[])),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
         assert_eq!(
-            outcome(&json!({"success": false}), "F__c", &with_email),
+            outcome(&json!({"success": false}), "F__c", &with_email, Some(&[])),
             Outcome::Saved(Err(UNEXPECTED)),
             "no errors: retried"
+        );
+        // An error naming a field the mapping filled costs that field (any code: a restricted
+        // picklist, a type, a validation rule on it), before the email and the phone.
+        let mapped_record = json!({"Size__c": "Huge", "Email": "a@b.co", "Phone": "+1 555"});
+        let mapped = [String::from("Size__c"), String::from("Start__c")];
+        let picklist = naming("INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST", "size__c");
+        assert_eq!(
+            outcome(&picklist, "F__c", &mapped_record, Some(&mapped)),
+            Outcome::WithoutMapped(vec![String::from("Size__c")])
+        );
+        // Not once it was left out, nor a field it did not fill, nor twice more: the lead's.
+        let rejected = Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }));
+        assert_eq!(outcome(&picklist, "F__c", &json!({"Email": "a@b.co"}), Some(&mapped)), rejected);
+        assert_eq!(outcome(&picklist, "F__c", &mapped_record, Some(&[])), rejected);
+        assert_eq!(outcome(&picklist, "F__c", &mapped_record, None), rejected);
+        assert_eq!(
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email, None),
+            rejected,
+            "left out twice already"
         );
     }
 }

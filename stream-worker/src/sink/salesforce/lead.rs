@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use shared::default_fields::{answers_block, name_parts, notes, other_answers, role_text};
+use shared::field_map::Mapped;
 use shared::lead::{Lead, Role};
 
 use crate::sink::contract::fit_utf16;
@@ -37,7 +38,10 @@ pub const CUT_NOTE: &str = "\n[cut: the rest did not fit in Description]";
 /// be cut, is kept whole in `Description`.
 /// An email Salesforce would refuse ([`email_accepted`]) is left out of `Email` and kept at the
 /// end of `Description` instead ([`without`]).
-pub fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
+///
+/// Then the mapping's fields ([`Mapped`], checked against the org at start), over the defaults:
+/// an answer it wrote whole is not repeated in `Description`; one it left out is there.
+pub fn fields(lead: &Lead, phone_writable: bool, mapped: &Mapped) -> serde_json::Value {
     let (first, last) = name_parts(lead);
     // A blank optional input arrives as "" or spaces: Salesforce reads that as no value and
     // refuses the Lead (REQUIRED_FIELD_MISSING) on every attempt (`role_text` is never blank).
@@ -55,36 +59,46 @@ pub fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
     if email_accepted(email) {
         fields["Email"] = json!(email);
     }
-    described(lead, fields)
+    for (field, value) in &mapped.values {
+        // The describe's spelling; a default field of another spelling gives way.
+        if let Some(object) = fields.as_object_mut() {
+            object.retain(|name, _| !name.eq_ignore_ascii_case(field));
+        }
+        fields[field.as_str()] = serde_json::from_str(&value.to_text()).unwrap_or_default();
+    }
+    described(lead, fields, mapped)
 }
 
 /// `fields` with `Description` made for them: the answers no field of theirs shows, then the
 /// email as submitted when they have no `Email` (after the message and the other answers,
 /// which are cut first so the address stays whole).
-fn described(lead: &Lead, mut fields: serde_json::Value) -> serde_json::Value {
+fn described(lead: &Lead, mut fields: serde_json::Value, mapped: &Mapped) -> serde_json::Value {
     let email = lead.email.trim();
     let note = match fields.get("Email") {
         None if !email.is_empty() => format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000)),
         _ => String::new(),
     };
-    let shown = shown_roles(lead, fields.get("Phone").is_some());
-    fields["Description"] = json!(description(lead, &shown, &note));
+    let shown = shown_roles(lead, fields.get("Phone").is_some(), mapped);
+    let written: Vec<&str> = fields.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+    let unwritten: Vec<&str> = mapped.values.iter().map(|(f, _)| f.as_str()).filter(|f| !written.contains(f)).collect();
+    fields["Description"] = json!(description(lead, &shown, &mapped.shown_but(&unwritten), &note));
     fields
 }
 
-/// `fields` without `field` (`Email` or `Phone`), its value kept in `Description` instead: for a
-/// value Salesforce refuses, so the Lead is still written ([`described`]).
-pub fn without(lead: &Lead, mut fields: serde_json::Value, field: &str) -> serde_json::Value {
+/// `fields` without those `left` out (`Email`, `Phone`, fields the mapping filled), their values
+/// kept in `Description` instead: for values Salesforce refuses, so the Lead is still written
+/// ([`described`]).
+pub fn without(lead: &Lead, mut fields: serde_json::Value, left: &[&str], mapped: &Mapped) -> serde_json::Value {
     if let Some(object) = fields.as_object_mut() {
-        object.remove(field);
+        object.retain(|name, _| !left.contains(&name.as_str()));
     }
-    described(lead, fields)
+    described(lead, fields, mapped)
 }
 
 /// `Description`: the message, then the answers no field shows ([`answers_block`]), then
 /// `note` kept whole; cut to 32,000 UTF-16 units from the end of the answers, saying so.
-fn description(lead: &Lead, shown: &[Role], note: &str) -> String {
-    let text = notes(&lead.message, &answers_block(&other_answers(lead, shown)));
+fn description(lead: &Lead, shown: &[Role], mapped: &[String], note: &str) -> String {
+    let text = notes(&lead.message, &answers_block(&other_answers(lead, shown, mapped)));
     let room = length("Description").saturating_sub(note.encode_utf16().count());
     if text.encode_utf16().count() <= room {
         return format!("{text}{note}");
@@ -95,7 +109,8 @@ fn description(lead: &Lead, shown: &[Role], note: &str) -> String {
 
 /// The roles a Lead's own fields show whole (the rest are in `Description`): the name's parts,
 /// the company when it fits `Company` uncut, the phone when it is written (`phone_written`).
-fn shown_roles(lead: &Lead, phone_written: bool) -> Vec<Role> {
+/// A role whose field the mapping fills from another answer is not shown by it.
+fn shown_roles(lead: &Lead, phone_written: bool, mapped: &Mapped) -> Vec<Role> {
     let mut shown = vec![Role::FirstName, Role::LastName];
     if role_text(lead, Role::Company).is_some_and(|c| c.encode_utf16().count() <= length("Company")) {
         shown.push(Role::Company);
@@ -103,6 +118,17 @@ fn shown_roles(lead: &Lead, phone_written: bool) -> Vec<Role> {
     if phone_written {
         shown.push(Role::Phone);
     }
+    let field = |role: &Role| match role {
+        Role::FirstName => "FirstName",
+        Role::LastName => "LastName",
+        Role::Company => "Company",
+        Role::Phone => "Phone",
+    };
+    let by_mapping = |role: &Role| {
+        let key = lead.roles.get(role);
+        mapped.writes(field(role)) && !mapped.shown.iter().any(|(answer, _)| Some(answer) == key)
+    };
+    shown.retain(|role| !by_mapping(role));
     shown
 }
 
@@ -168,6 +194,15 @@ pub fn external_id(submission_id: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default fields, with no mapping.
+    fn fields(lead: &Lead, phone_writable: bool) -> serde_json::Value {
+        super::fields(lead, phone_writable, &Mapped::default())
+    }
+
+    fn without(lead: &Lead, fields: serde_json::Value, field: &str) -> serde_json::Value {
+        super::without(lead, fields, &[field], &Mapped::default())
+    }
 
     fn lead(name: &str, email: &str, company: Option<&str>) -> Lead {
         let extra =

@@ -1,0 +1,194 @@
+//! A lead mapping: which answers go to which CRM fields, per sender profile, and the constants
+//! every record of the profile gets; then a lead's answers put into those fields by their types
+//! ([`crate::typed`]), each answer that does not fit named with why, so it stays in the record's
+//! notes instead.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::json::Json;
+use crate::lead::Lead;
+use crate::profile::Profile;
+use crate::typed::{convert, FieldType, Unfit};
+
+/// An answer and the field it fills, as configured: `line` is where the mapping says so (for
+/// errors).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The answer's key in the lead: the form's field name (Static Forms, Webflow, ...), a
+    /// Typeform field's `ref`, a Tally field's label (or key), `hidden.utm_source` for a member
+    /// of an object answer; `name`, `email`, `message` for the lead's own.
+    pub answer: String,
+    /// The CRM field's API name.
+    pub field: String,
+    /// The mapping's line (1-based).
+    pub line: usize,
+}
+
+/// A constant every record gets: a field, its value as written in the mapping, and the line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Constant {
+    /// The CRM field's API name.
+    pub field: String,
+    /// The value (text, a number or a boolean).
+    pub value: Json,
+    /// The mapping's line (1-based).
+    pub line: usize,
+}
+
+/// One profile's mapping as configured.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileMap {
+    /// Answers to fields.
+    pub fields: Vec<Link>,
+    /// Constants.
+    pub constants: Vec<Constant>,
+}
+
+/// The configured mapping: the profiles it names. A profile it does not name keeps the sink's
+/// default fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldMapping {
+    /// Each named profile's mapping.
+    pub profiles: Vec<(Profile, ProfileMap)>,
+}
+
+impl FieldMapping {
+    /// Whether it names no profile.
+    pub fn is_empty(&self) -> bool {
+        self.profiles.is_empty()
+    }
+}
+
+/// A mapped field with its type, as the CRM described it at start.
+#[derive(Clone, Debug)]
+pub struct TypedLink {
+    /// The answer's key ([`Link::answer`]).
+    pub answer: String,
+    /// The field's API name, as the CRM spells it.
+    pub field: String,
+    /// The field's type.
+    pub ty: FieldType,
+}
+
+/// One profile's mapping checked against the CRM: typed fields and converted constants.
+#[derive(Clone, Debug, Default)]
+pub struct TypedMap {
+    /// Answers to typed fields.
+    pub fields: Vec<TypedLink>,
+    /// Constants, converted to their fields' types.
+    pub constants: Vec<(String, Json)>,
+}
+
+/// What a mapping makes of one lead.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mapped {
+    /// The fields to write, with their values (constants first, then answers).
+    pub values: Vec<(String, Json)>,
+    /// The fields an answer was mapped to but not written, and why (never the value).
+    pub left_out: Vec<(String, Unfit)>,
+    /// The answers written whole to a field, by key, with the field (they need not be in the
+    /// notes while that field is written).
+    pub shown: Vec<(String, String)>,
+}
+
+impl Mapped {
+    /// Whether `field` is written (compared without case, as CRMs name fields).
+    pub fn writes(&self, field: &str) -> bool {
+        self.values.iter().any(|(name, _)| name.eq_ignore_ascii_case(field))
+    }
+
+    /// The keys of the answers written whole, but those written to a field in `except`.
+    pub fn shown_but(&self, except: &[&str]) -> Vec<String> {
+        let kept = |field: &String| !except.iter().any(|e| e.eq_ignore_ascii_case(field));
+        self.shown.iter().filter(|(_, field)| kept(field)).map(|(answer, _)| answer.clone()).collect()
+    }
+}
+
+/// The answer `key` names in `lead`: the answer under that key, else a member of an object
+/// answer (`hidden.utm_source`), else the lead's own `name`, `email` or `message`.
+pub fn answer(lead: &Lead, key: &str) -> Option<Json> {
+    if let Some(value) = lead.extra.get(key) {
+        return Some(value.clone());
+    }
+    if let Some(value) = key.split_once('.').and_then(|(head, member)| lead.extra.get(head)?.get(member)) {
+        return Some(value.clone());
+    }
+    match key {
+        "name" => Some(Json::string(&lead.name)),
+        "email" => Some(Json::string(&lead.email)),
+        "message" => Some(Json::string(&lead.message)),
+        _ => None,
+    }
+}
+
+/// `lead` through `map`: each constant, then each mapped answer converted to its field's type;
+/// a blank or absent answer writes nothing, one that does not fit is left out with its reason.
+pub fn apply(lead: &Lead, map: &TypedMap) -> Mapped {
+    let mut mapped = Mapped { values: map.constants.clone(), ..Mapped::default() };
+    for link in &map.fields {
+        let Some(value) = answer(lead, &link.answer) else { continue };
+        match convert(&value, &link.ty) {
+            Ok(None) => {}
+            Ok(Some(converted)) => {
+                mapped.values.retain(|(name, _)| !name.eq_ignore_ascii_case(&link.field));
+                mapped.values.push((link.field.clone(), converted));
+                mapped.shown.push((link.answer.clone(), link.field.clone()));
+            }
+            Err(unfit) => mapped.left_out.push((link.field.clone(), unfit)),
+        }
+    }
+    mapped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+    use crate::typed::{Choice, Kind};
+    use alloc::vec;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn link(answer: &str, field: &str, ty: FieldType) -> TypedLink {
+        TypedLink { answer: answer.into(), field: field.into(), ty }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn answers_fill_typed_fields_and_an_unfit_one_is_named_not_written() {
+        let extra = r#"{"Company size":"11 to 50","Consent":["I agree"],"hidden":{"utm_source":"news"},"Start":"2026-02-30","Other":"x"}"#;
+        let Json::Object(extra) = parse(extra.as_bytes()).unwrap() else { unreachable!() };
+        let lead = Lead { email: "ada@example.com".into(), extra, ..Lead::default() };
+        let size = FieldType {
+            options: vec![Choice { label: "11 to 50".into(), value: "11-50".into() }],
+            restricted: true,
+            ..FieldType::of(Kind::Choice)
+        };
+        let map = TypedMap {
+            fields: vec![
+                link("Company size", "Size__c", size),
+                link("Consent", "Consent__c", FieldType::of(Kind::Boolean)),
+                link("hidden.utm_source", "LeadSource", FieldType::of(Kind::Text)),
+                link("Start", "Start__c", FieldType::of(Kind::Date)),
+                link("email", "Work_Email__c", FieldType::of(Kind::Text)),
+                link("Absent", "Absent__c", FieldType::of(Kind::Text)),
+            ],
+            constants: vec![("LeadSource".into(), Json::string("Web")), ("Rating".into(), Json::string("Warm"))],
+        };
+        let mapped = apply(&lead, &map);
+        let values: Vec<(&str, String)> = mapped.values.iter().map(|(f, v)| (f.as_str(), v.to_text())).collect();
+        assert_eq!(
+            values,
+            vec![
+                ("Rating", "\"Warm\"".into()),
+                ("Size__c", "\"11-50\"".into()),
+                ("Consent__c", "true".into()),
+                ("LeadSource", "\"news\"".into()),
+                ("Work_Email__c", "\"ada@example.com\"".into()),
+            ]
+        );
+        assert_eq!(mapped.left_out, vec![(String::from("Start__c"), Unfit::NotADate)]);
+        assert_eq!(mapped.shown_but(&[]), ["Company size", "Consent", "hidden.utm_source", "email"]);
+        assert_eq!(mapped.shown_but(&["consent__C", "Start__c"]), ["Company size", "hidden.utm_source", "email"]);
+        assert!(mapped.writes("leadsource") && !mapped.writes("Start__c"));
+    }
+}

@@ -1,0 +1,202 @@
+//! The lead mapping, read once at start: `LEAD_MAPPING` (a TOML document) or
+//! `LEAD_MAPPING_FILE` (the path of one), in Lambda inside the sink secret. Per sender profile,
+//! which answers fill which CRM fields, and the constants each record gets (`docs/mapping.md`):
+//!
+//! ```toml
+//! [tally.fields]
+//! "Company size" = "NumberOfEmployees"
+//! "utm_source" = "LeadSource"
+//!
+//! [tally.constants]
+//! LeadSource = "Web"
+//! ```
+//!
+//! Errors name the line and the field, never a value. Whether each field exists and what it
+//! takes is the sink's start-up check, against the CRM.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use shared::field_map::{Constant, FieldMapping, Link, ProfileMap};
+use shared::json::{Json, Number};
+use shared::profile::Profile;
+use toml::Spanned;
+
+/// The setting that holds the mapping's text.
+pub const LEAD_MAPPING: &str = "LEAD_MAPPING";
+/// The setting that holds the mapping's path.
+pub const LEAD_MAPPING_FILE: &str = "LEAD_MAPPING_FILE";
+
+/// Why the mapping was refused: the setting, the line when there is one, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MappingError(pub String);
+
+impl fmt::Display for MappingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MappingError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileTable {
+    #[serde(default)]
+    fields: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+}
+
+/// Reads the mapping through `lookup` (a setting's name to its value): empty when neither
+/// setting is given.
+pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<FieldMapping, MappingError> {
+    let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    match (get(LEAD_MAPPING), get(LEAD_MAPPING_FILE)) {
+        (None, None) => Ok(FieldMapping::default()),
+        (Some(_), Some(_)) => Err(MappingError(format!("give {LEAD_MAPPING} or {LEAD_MAPPING_FILE}, not both"))),
+        (Some(text), None) => parse(&text, LEAD_MAPPING),
+        (None, Some(path)) => {
+            let path = path.trim();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| MappingError(format!("{LEAD_MAPPING_FILE}: {path:?} could not be read ({})", e.kind())))?;
+            parse(&text, path)
+        }
+    }
+}
+
+/// Reads a mapping's text; `origin` (the setting or the file) begins each error.
+pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
+    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let error = |at: usize, what: String| MappingError(format!("{origin} line {}: {what}", line(at)));
+    let tables: BTreeMap<Spanned<String>, Spanned<ProfileTable>> = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        // toml's message names the key and what it expected; it quotes no value of a form.
+        error(at, e.message().trim().to_owned())
+    })?;
+    let mut mapping = FieldMapping::default();
+    for (name, table) in tables {
+        let profile = Profile::ALL.iter().copied().find(|p| p.name() == name.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+            error(name.span().start, format!("no sender profile {:?} (one of {})", name.get_ref(), known.join(", ")))
+        })?;
+        let table = table.into_inner();
+        let mut map = ProfileMap::default();
+        for (answer, field) in table.fields {
+            let at = answer.span().start;
+            if answer.get_ref().trim().is_empty() {
+                return Err(error(at, format!("[{}.fields]: an answer's key is empty", profile.name())));
+            }
+            check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
+            if let Some(other) = map.fields.iter().find(|l| l.field.eq_ignore_ascii_case(field.get_ref())) {
+                return Err(error(
+                    at,
+                    format!("the field {:?} is filled by two answers (and on line {})", field.get_ref(), other.line),
+                ));
+            }
+            map.fields.push(Link { answer: answer.into_inner(), field: field.into_inner(), line: line(at) });
+        }
+        for (field, value) in table.constants {
+            let at = field.span().start;
+            check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
+            let value = constant(value.get_ref()).ok_or_else(|| {
+                error(at, format!("the constant for {:?} is not text, a number or a boolean", field.get_ref()))
+            })?;
+            map.constants.push(Constant { field: field.into_inner(), value, line: line(at) });
+        }
+        mapping.profiles.push((profile, map));
+    }
+    Ok(mapping)
+}
+
+/// A CRM field's API name: letters, digits and `_`, starting with a letter.
+fn check_field_name(name: &str) -> Result<(), String> {
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a field's API name (letters, digits and _, such as Company_Size__c)"))
+    }
+}
+
+/// A constant's value as JSON: text, a number, a boolean, or a date or time as its text.
+fn constant(value: &toml::Value) -> Option<Json> {
+    Some(match value {
+        toml::Value::String(text) => Json::string(text),
+        toml::Value::Integer(n) => Json::Number(Number::from_i64(*n)),
+        toml::Value::Float(f) if f.is_finite() => Json::Number(Number::parse(&f.to_string())?),
+        toml::Value::Boolean(b) => Json::Bool(*b),
+        toml::Value::Datetime(at) => Json::string(&at.to_string()),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_name_answers_to_fields_and_constants() {
+        let text = "# Tally\n[tally.fields]\n\"Company size\" = \"Size__c\"\n\"hidden.utm_source\" = \"LeadSource\"\n\n[tally.constants]\nLeadSource = \"Web\"\nRating__c = 3\nOpt_In__c = true\n\n[typeform]\nfields = { consent = \"Consent__c\" }\n";
+        let mapping = parse(text, LEAD_MAPPING).unwrap();
+        let (profile, tally) = &mapping.profiles[0];
+        assert_eq!(*profile, Profile::Tally);
+        let fields: Vec<(&str, &str, usize)> =
+            tally.fields.iter().map(|l| (l.answer.as_str(), l.field.as_str(), l.line)).collect();
+        assert_eq!(fields, [("Company size", "Size__c", 3), ("hidden.utm_source", "LeadSource", 4)]);
+        let constants: Vec<(&str, String, usize)> =
+            tally.constants.iter().map(|c| (c.field.as_str(), c.value.to_text(), c.line)).collect();
+        assert_eq!(
+            constants,
+            [("LeadSource", "\"Web\"".into(), 7), ("Opt_In__c", "true".into(), 9), ("Rating__c", "3".into(), 8)]
+        );
+        assert_eq!(mapping.profiles[1].0, Profile::Typeform);
+        assert!(parse("", LEAD_MAPPING).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_wrong_mapping_names_its_line_and_field_never_a_value() {
+        let refused = |text: &str| parse(text, LEAD_MAPPING).unwrap_err().0;
+        let error = refused("[tally.fields]\nsize = \"Size__c\"\n\n[talley.fields]\nx = \"Y__c\"\n");
+        assert!(error.starts_with("LEAD_MAPPING line 4: no sender profile \"talley\""), "{error}");
+        let error = refused("[tally.fields]\nsize = \"Size c\"\n");
+        assert!(error.starts_with("LEAD_MAPPING line 2: \"Size c\" is not a field's API name"), "{error}");
+        let error = refused("[tally.fields]\na = \"Size__c\"\nb = \"size__C\"\n");
+        assert!(
+            error.starts_with("LEAD_MAPPING line 3: the field \"size__C\" is filled by two answers (and on line 2)"),
+            "{error}"
+        );
+        let error = refused("[tally]\nfeilds = { a = \"B\" }\n");
+        assert!(error.starts_with("LEAD_MAPPING line 2: unknown field `feilds`"), "{error}");
+        let error = refused("[tally.constants]\n\nLeadSource = [\"secret-value\"]\n");
+        assert!(error.starts_with("LEAD_MAPPING line 3: the constant for \"LeadSource\""), "{error}");
+        assert!(!error.contains("secret-value"));
+        let error = refused("[tally.fields]\nsize = \"Size__c\n");
+        assert!(error.starts_with("LEAD_MAPPING line 2: "), "{error}");
+        let error = refused("[tally.fields]\n\"\" = \"Size__c\"\n");
+        assert!(error.starts_with("LEAD_MAPPING line 2: [tally.fields]: an answer's key is empty"), "{error}");
+    }
+
+    #[test]
+    fn the_mapping_is_given_as_text_or_a_file_never_both() {
+        let text = "[tally.fields]\nsize = \"Size__c\"\n";
+        let path = std::env::temp_dir().join(format!("lead-mapping-{}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_string_lossy().into_owned();
+        let settings = |pairs: &[(&str, &str)]| {
+            let pairs: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            load(move |name| pairs.get(name).cloned())
+        };
+        let from_text = settings(&[(LEAD_MAPPING, text)]).unwrap();
+        assert_eq!(settings(&[(LEAD_MAPPING_FILE, &path)]).unwrap(), from_text);
+        assert!(settings(&[]).unwrap().is_empty());
+        assert!(settings(&[(LEAD_MAPPING, text), (LEAD_MAPPING_FILE, &path)]).unwrap_err().0.contains("not both"));
+        let missing = settings(&[(LEAD_MAPPING_FILE, "/nonexistent/mapping.toml")]).unwrap_err().0;
+        assert!(missing.starts_with("LEAD_MAPPING_FILE: \"/nonexistent/mapping.toml\" could not be read"), "{missing}");
+        let error = settings(&[(LEAD_MAPPING_FILE, &path.replace(".toml", ".missing"))]);
+        assert!(error.is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,0 +1,251 @@
+//! A lead mapping (`LEAD_MAPPING`) through the Salesforce sink to its strict stand-in org with
+//! typed custom fields: a Static Forms, a Typeform and a Tally submission, each answer in its
+//! typed field by the profile's mapping, replays included, one Lead each; a value that does not
+//! fit (before sending, or refused by the org) costs that field only, and is kept in
+//! `Description`; a mapping naming a field the org lacks refuses to start, naming its line.
+
+use serde_json::Value;
+use shared::profile::Profile;
+use stream_worker::sink::{BatchItem, CheckError, LeadSink, Sink, SinkError};
+use tests::crm::{OrgField, SalesforceStandIn};
+use tests::forms::{leads, receipt_key};
+
+const SF_FIELD: &str = "Static_Forms_Submission_Id__c";
+
+/// The same answers, by each profile's stable identity: Static Forms' field names, Typeform's
+/// refs (hidden fields as `hidden.*`), Tally's labels.
+const MAPPING: &str = r#"
+[staticforms.fields]
+companySize = "Size__c"
+consent = "Consent__c"
+startDate = "Start__c"
+interests = "Interests__c"
+utm_source = "LeadSource"
+utm_campaign = "Campaign__c"
+
+[staticforms.constants]
+Rating = "warm"
+
+[typeform.fields]
+company_size = "Size__c"
+consent = "Consent__c"
+start_date = "Start__c"
+interests = "Interests__c"
+"hidden.utm_source" = "LeadSource"
+"hidden.utm_campaign" = "Campaign__c"
+
+[typeform.constants]
+Rating = "warm"
+
+[tally.fields]
+"Company size" = "Size__c"
+"I agree to be contacted" = "Consent__c"
+"Start date" = "Start__c"
+Interests = "Interests__c"
+utm_source = "LeadSource"
+utm_campaign = "Campaign__c"
+
+[tally.constants]
+Rating = "warm"
+"#;
+
+/// The org's fields the mapping names: a restricted picklist, a checkbox, a date, a restricted
+/// multi-select, the standard `LeadSource` (a picklist that takes other values) and `Rating`
+/// (restricted), and a text field too short for the campaign (`launch`, 6 characters).
+fn org() -> SalesforceStandIn {
+    let standin = SalesforceStandIn::start("sf-client", "sf-secret", "60.0", SF_FIELD);
+    let mut campaign = OrgField::new("Campaign__c", "string");
+    campaign.length = 5;
+    standin.state.lock().unwrap().org_fields = vec![
+        OrgField::new("Size__c", "picklist").options(&[("1 to 10", "1-10"), ("11 to 50", "11-50")], true),
+        OrgField::new("Consent__c", "boolean"),
+        OrgField::new("Start__c", "date"),
+        OrgField::new("Interests__c", "multipicklist").options(&[("Engines", "engines"), ("Poetry", "poetry")], true),
+        OrgField::new("LeadSource", "picklist").options(&[("Web", "Web")], false),
+        OrgField::new("Rating", "picklist").options(&[("Hot", "Hot"), ("Warm", "Warm")], true),
+        campaign,
+        OrgField::new("Owner_Region__c", "reference"),
+    ];
+    standin
+}
+
+async fn mapped_sink(standin: &SalesforceStandIn, mapping: &str) -> Sink {
+    let mapping = stream_worker::mapping::parse(mapping, "LEAD_MAPPING").unwrap();
+    Sink::connect(&standin.sink_config()).await.unwrap().with_mapping(mapping).unwrap()
+}
+
+#[tokio::test]
+async fn salesforce_each_profile_s_answers_land_in_their_typed_fields_once_and_a_bad_value_costs_its_field() {
+    let standin = org();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    sink.check_configuration().await.unwrap();
+    let leads = leads("map");
+    let keys: Vec<String> = leads.iter().map(|(profile, lead)| receipt_key(*profile, lead)).collect();
+    // A stream batch, then its replay one by one (reconcile's collections of one).
+    let items: Vec<BatchItem> =
+        leads.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    for item in &items {
+        sink.upsert(item.lead, item.receipt_key).await.unwrap();
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.leads.len(), 3, "one Lead per submission, replays included");
+    // The campaign too long for its field is left out before sending: one call for the batch
+    // (then one per replay, each found by a query), never a second for the value.
+    assert_eq!((state.collections.as_slice(), state.queries), (&[3, 1, 1, 1][..], 3));
+    for (profile, lead) in &leads {
+        let record: &Value = &state.leads[&lead.external_id];
+        for (field, value) in [
+            ("Size__c", Value::from("11-50")),
+            ("Consent__c", Value::from(true)),
+            ("Start__c", Value::from("2027-01-15")),
+            ("Interests__c", Value::from("engines;poetry")),
+            ("LeadSource", Value::from("newsletter")),
+            ("Rating", Value::from("Warm")),
+            ("LastName", Value::from("Lovelace")),
+        ] {
+            assert_eq!(record[field], value, "{profile:?} {field}: {record}");
+        }
+        // The campaign does not fit its field: left out, kept in Description; the answers
+        // written whole are not repeated there.
+        assert_eq!(record.get("Campaign__c"), None, "{profile:?}");
+        let description = record["Description"].as_str().unwrap();
+        assert!(description.contains(": launch"), "{profile:?}: {description}");
+        for shown in ["11-50", "2027-01-15", "Engines", "newsletter"] {
+            assert!(!description.contains(shown), "{profile:?}: {shown} is in its field: {description}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn salesforce_a_value_the_org_refuses_after_the_start_costs_that_field_never_the_lead() {
+    let standin = org();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    sink.check_configuration().await.unwrap();
+    // An administrator retires the option `11-50` after the start: the sink's types still
+    // take it, the org refuses it (INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST, per record).
+    standin.state.lock().unwrap().org_fields[0].options[1].2 = false;
+    let leads = leads("retired");
+    let keys: Vec<String> = leads.iter().map(|(profile, lead)| receipt_key(*profile, lead)).collect();
+    let items: Vec<BatchItem> =
+        leads.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    let state = standin.state.lock().unwrap();
+    for (profile, lead) in &leads {
+        let record = &state.leads[&lead.external_id];
+        assert_eq!(record.get("Size__c"), None, "{profile:?}");
+        assert_eq!(record["Consent__c"], true, "{profile:?}: the other fields stay");
+        let description = record["Description"].as_str().unwrap();
+        assert!(description.contains(": 11-50"), "{profile:?}: the refused value is kept: {description}");
+    }
+}
+
+#[tokio::test]
+async fn salesforce_a_mapping_naming_a_field_the_org_lacks_or_cannot_take_refuses_to_start() {
+    let standin = org();
+    let refused = |mapping: &'static str| {
+        let standin = &standin;
+        async move {
+            let sink = mapped_sink(standin, mapping).await;
+            match sink.check_configuration().await {
+                Err(CheckError::Wrong(text)) => text,
+                other => panic!("{mapping}: expected a refusal, got {other:?}"),
+            }
+        }
+    };
+    let text = refused("[tally.fields]\nutm_source = \"LeadSource\"\nsize = \"Company_Size__c\"\n").await;
+    assert!(
+        text.starts_with("LEAD_MAPPING line 3 ([tally]): the Lead field \"Company_Size__c\" does not exist"),
+        "{text}"
+    );
+    assert!(refused("[tally.fields]\nregion = \"Owner_Region__c\"\n").await.contains("its type (reference)"));
+    assert!(refused("[tally.constants]\nRating = \"Lukewarm\"\n")
+        .await
+        .contains("cannot take the constant (no_such_option)"));
+    // A field field-level security hides from the integration user is one it lacks.
+    standin.state.lock().unwrap().hidden_fields.insert("Start__c");
+    assert!(refused(MAPPING)
+        .await
+        .contains("\"Start__c\" does not exist on Lead, or the integration user cannot see it"));
+    // Without the start-up check (the org unreachable then), the first create reads the
+    // describe, and a wrong mapping is retried, never a Lead without its fields.
+    let sink = mapped_sink(&standin, MAPPING).await;
+    let (_, lead) = &leads("late")[2];
+    assert_eq!(
+        sink.upsert(lead, &receipt_key(Profile::Tally, lead)).await,
+        Err(SinkError::Retryable { reason: "sink_mapping_refused", retry_after: None })
+    );
+    standin.state.lock().unwrap().hidden_fields.clear();
+    sink.upsert(lead, &receipt_key(Profile::Tally, lead)).await.unwrap();
+    assert_eq!(standin.state.lock().unwrap().leads[&lead.external_id]["Start__c"], "2027-01-15");
+}
+
+#[tokio::test]
+async fn mapping_check_prints_each_field_with_its_salesforce_type() {
+    let standin = org();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    let lines = sink.mapping_lines().await.unwrap();
+    assert!(
+        lines.contains(
+            &"[tally] \"Company size\" -> Size__c (picklist, up to 255 characters, 1-10 | 11-50 (only))".to_owned()
+        ),
+        "{lines:#?}"
+    );
+    assert!(lines.contains(&"[typeform] \"start_date\" -> Start__c (date)".to_owned()), "{lines:#?}");
+    assert!(lines.contains(&"[staticforms] constant -> Rating (picklist) = \"Warm\"".to_owned()), "{lines:#?}");
+    assert_eq!(lines.len(), 3 * 7);
+    // The other sinks read no mapping yet: one given refuses to start rather than drop it.
+    let hubspot = tests::crm::HubSpotStandIn::start("pat-test", "static_forms_submission_id");
+    let mapping = stream_worker::mapping::parse(MAPPING, "LEAD_MAPPING").unwrap();
+    let error = Sink::connect(&hubspot.sink_config()).await.unwrap().with_mapping(mapping).err().unwrap();
+    assert!(error.to_string().contains("only LEAD_SINK=salesforce reads a lead mapping"), "{error}");
+}
+
+/// `stream-worker mapping check` with the Salesforce stand-in's settings and `mapping` in a
+/// file (`LEAD_MAPPING_FILE`).
+fn mapping_check(standin: &SalesforceStandIn, mapping: &str) -> std::process::Output {
+    let dir = tests::TempDir::new("mapping-check");
+    let path = dir.0.join("mapping.toml");
+    std::fs::write(&path, mapping).unwrap();
+    std::process::Command::new(tests::stream_worker_binary())
+        .args(["mapping", "check"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_REGION", "us-east-1")
+        .env("RECEIPTS_TABLE", "receipts")
+        .env("LEAD_SINK", "salesforce")
+        .env("SALESFORCE_INSTANCE_URL", standin.server.url())
+        .env("SALESFORCE_CLIENT_ID", "sf-client")
+        .env("SALESFORCE_CLIENT_SECRET", "sf-secret")
+        .env("SALESFORCE_EXTERNAL_ID_FIELD", SF_FIELD)
+        .env("LEAD_MAPPING_FILE", &path)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_mapping_check_command_prints_the_fields_and_fails_on_any_problem() {
+    let standin = org();
+    let output = mapping_check(&standin, MAPPING);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stdout.contains(
+            "[tally] \"Interests\" -> Interests__c (multipicklist, up to 4099 characters, engines | poetry (only))\n"
+        ),
+        "{stdout}"
+    );
+    for (mapping, expected) in [
+        ("[tally.fields]\nsize = \"Size_c\"\n", "line 2 ([tally]): the Lead field \"Size_c\" does not exist"),
+        ("[tally.fields]\nsize = \"Size__c\n", "line 2: "),
+        ("[tallie.fields]\nsize = \"Size__c\"\n", "line 1: no sender profile \"tallie\""),
+    ] {
+        let output = mapping_check(&standin, mapping);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(expected), "{mapping}: {stderr}");
+    }
+}
