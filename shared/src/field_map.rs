@@ -36,13 +36,16 @@ pub struct Constant {
     pub line: usize,
 }
 
-/// One profile's mapping as configured.
+/// One profile's mapping as configured, or one form's within it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProfileMap {
     /// Answers to fields.
     pub fields: Vec<Link>,
     /// Constants.
     pub constants: Vec<Constant>,
+    /// The forms with mappings of their own (by the form ID [`Lead::form`] holds), each on top
+    /// of the profile's: a field it maps takes its answer or constant instead.
+    pub forms: Vec<(String, ProfileMap)>,
 }
 
 /// The configured mapping: the profiles it names. A profile it does not name keeps the sink's
@@ -71,13 +74,16 @@ pub struct TypedLink {
     pub ty: FieldType,
 }
 
-/// One profile's mapping checked against the CRM: typed fields and converted constants.
+/// One profile's (or form's) mapping checked against the CRM: typed fields and converted
+/// constants.
 #[derive(Clone, Debug, Default)]
 pub struct TypedMap {
     /// Answers to typed fields.
     pub fields: Vec<TypedLink>,
     /// Constants, converted to their fields' types.
     pub constants: Vec<(String, Json)>,
+    /// The forms' own mappings ([`ProfileMap::forms`]).
+    pub forms: Vec<(String, TypedMap)>,
 }
 
 /// What a mapping makes of one lead.
@@ -122,11 +128,22 @@ pub fn answer(lead: &Lead, key: &str) -> Option<Json> {
     }
 }
 
-/// `lead` through `map`: each constant, then each mapped answer converted to its field's type;
-/// a blank or absent answer writes nothing, one that does not fit is left out with its reason.
+/// `lead` through `map` (and its form's part, when the lead's form has one): each constant,
+/// then each mapped answer converted to its field's type; a blank or absent answer writes
+/// nothing, one that does not fit is left out with its reason.
 pub fn apply(lead: &Lead, map: &TypedMap) -> Mapped {
-    let mut mapped = Mapped { values: map.constants.clone(), ..Mapped::default() };
-    for link in &map.fields {
+    let form = map.forms.iter().find(|(id, _)| !lead.form.is_empty() && *id == lead.form).map(|(_, form)| form);
+    let by_form = |field: &str| {
+        form.is_some_and(|f| {
+            f.fields.iter().any(|l| l.field.eq_ignore_ascii_case(field))
+                || f.constants.iter().any(|(name, _)| name.eq_ignore_ascii_case(field))
+        })
+    };
+    let constants = map.constants.iter().filter(|(field, _)| !by_form(field));
+    let constants = constants.chain(form.into_iter().flat_map(|f| &f.constants));
+    let mut mapped = Mapped { values: constants.cloned().collect(), ..Mapped::default() };
+    let links = map.fields.iter().filter(|l| !by_form(&l.field));
+    for link in links.chain(form.into_iter().flat_map(|f| &f.fields)) {
         let Some(value) = answer(lead, &link.answer) else { continue };
         match convert(&value, &link.ty) {
             Ok(None) => {}
@@ -173,6 +190,7 @@ mod tests {
                 link("Absent", "Absent__c", FieldType::of(Kind::Text)),
             ],
             constants: vec![("LeadSource".into(), Json::string("Web")), ("Rating".into(), Json::string("Warm"))],
+            forms: vec![],
         };
         let mapped = apply(&lead, &map);
         let values: Vec<(&str, String)> = mapped.values.iter().map(|(f, v)| (f.as_str(), v.to_text())).collect();
@@ -190,5 +208,45 @@ mod tests {
         assert_eq!(mapped.shown_but(&[]), ["Company size", "Consent", "hidden.utm_source", "email"]);
         assert_eq!(mapped.shown_but(&["consent__C", "Start__c"]), ["Company size", "hidden.utm_source", "email"]);
         assert!(mapped.writes("leadsource") && !mapped.writes("Start__c"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_form_s_own_mapping_takes_the_fields_it_names_from_the_profile_s() {
+        let Json::Object(extra) = parse(br#"{"Size":"11-50","Team":"8"}"#).unwrap() else { unreachable!() };
+        let text = || FieldType::of(Kind::Text);
+        let form = TypedMap {
+            fields: vec![link("Team", "Size__c", text())],
+            constants: vec![("LeadSource".into(), Json::string("Partner form"))],
+            forms: vec![],
+        };
+        let map = TypedMap {
+            fields: vec![link("Size", "Size__c", text()), link("Size", "Other__c", text())],
+            constants: vec![("LeadSource".into(), Json::string("Web")), ("Rating".into(), Json::string("Warm"))],
+            forms: vec![("f2".into(), form)],
+        };
+        let text_of = |lead: &Lead| -> Vec<(String, String)> {
+            apply(lead, &map).values.iter().map(|(f, v)| (f.clone(), v.to_text())).collect()
+        };
+        let mut lead = Lead { extra, form: "f1".into(), ..Lead::default() };
+        let pair = |f: &str, v: &str| (String::from(f), String::from(v));
+        let profile_s = vec![
+            pair("LeadSource", "\"Web\""),
+            pair("Rating", "\"Warm\""),
+            pair("Size__c", "\"11-50\""),
+            pair("Other__c", "\"11-50\""),
+        ];
+        assert_eq!(text_of(&lead), profile_s);
+        lead.form = "f2".into();
+        assert_eq!(
+            text_of(&lead),
+            vec![
+                pair("Rating", "\"Warm\""),
+                pair("LeadSource", "\"Partner form\""),
+                pair("Other__c", "\"11-50\""),
+                pair("Size__c", "\"8\""),
+            ]
+        );
+        lead.form = String::new();
+        assert_eq!(text_of(&lead), profile_s, "no form: the profile's");
     }
 }

@@ -41,6 +41,9 @@ pub struct Lead {
     /// The answers in `extra` that fill a CRM's standard field, by their key in `extra` (where
     /// each stays, so a database row or a webhook still has every answer). At most one per role.
     pub roles: BTreeMap<Role, String>,
+    /// The form the submission answered, where the payload names it (Typeform `form_id`, Tally
+    /// `formId`); empty otherwise. It chooses a lead mapping's part for that form.
+    pub form: String,
 }
 
 /// Why a receipt cannot become a lead. Permanent: retrying the same receipt cannot help.
@@ -104,6 +107,7 @@ pub(crate) fn static_forms_lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         message: take(NAMED_FIELDS[2]),
         extra,
         roles: BTreeMap::new(),
+        form: String::new(),
     };
     complete(&mut lead);
     Ok(lead)
@@ -165,6 +169,11 @@ impl Fields {
     /// The extra fields so far.
     pub(crate) fn extra(&mut self) -> &mut BTreeMap<String, Json> {
         &mut self.lead.extra
+    }
+
+    /// The form the answers are to (`id` trimmed; empty: none).
+    pub(crate) fn form(&mut self, id: Option<&str>) {
+        self.lead.form = String::from(id.unwrap_or_default().trim());
     }
 
     /// Gives the answer under `key` in `extra` the role `role`, unless another answer has it.

@@ -47,6 +47,18 @@ struct ProfileTable {
     fields: BTreeMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    #[serde(default)]
+    forms: BTreeMap<Spanned<String>, FormTable>,
+}
+
+/// One form's mapping: as a profile's, without forms of its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FormTable {
+    #[serde(default)]
+    fields: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
 }
 
 /// Reads the mapping through `lookup` (a setting's name to its value): empty when neither
@@ -72,42 +84,69 @@ pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
     let error = |at: usize, what: String| MappingError(format!("{origin} line {}: {what}", line(at)));
     let tables: BTreeMap<Spanned<String>, Spanned<ProfileTable>> = toml::from_str(text).map_err(|e| {
         let at = e.span().map_or(0, |s| s.start);
-        // toml's message names the key and what it expected; it quotes no value of a form.
+        // toml's message names the key and what it expected (it may quote the mapping, which
+        // holds no form's answers).
         error(at, e.message().trim().to_owned())
     })?;
     let mut mapping = FieldMapping::default();
     for (name, table) in tables {
-        let profile = Profile::ALL.iter().copied().find(|p| p.name() == name.get_ref()).ok_or_else(|| {
+        let profile = Profile::ALL.iter().copied().find(|p| p.name() == name.get_ref());
+        let profile = profile.ok_or_else(|| {
             let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
             error(name.span().start, format!("no sender profile {:?} (one of {})", name.get_ref(), known.join(", ")))
         })?;
         let table = table.into_inner();
-        let mut map = ProfileMap::default();
-        for (answer, field) in table.fields {
-            let at = answer.span().start;
-            if answer.get_ref().trim().is_empty() {
-                return Err(error(at, format!("[{}.fields]: an answer's key is empty", profile.name())));
+        let mut map = read_map(profile.name(), table.fields, table.constants, &error, &line)?;
+        for (form, table) in table.forms {
+            let at = form.span().start;
+            if form.get_ref().trim().is_empty() {
+                return Err(error(at, format!("[{}.forms]: a form's ID is empty", profile.name())));
             }
-            check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
-            if let Some(other) = map.fields.iter().find(|l| l.field.eq_ignore_ascii_case(field.get_ref())) {
-                return Err(error(
-                    at,
-                    format!("the field {:?} is filled by two answers (and on line {})", field.get_ref(), other.line),
-                ));
-            }
-            map.fields.push(Link { answer: answer.into_inner(), field: field.into_inner(), line: line(at) });
-        }
-        for (field, value) in table.constants {
-            let at = field.span().start;
-            check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
-            let value = constant(value.get_ref()).ok_or_else(|| {
-                error(at, format!("the constant for {:?} is not text, a number or a boolean", field.get_ref()))
-            })?;
-            map.constants.push(Constant { field: field.into_inner(), value, line: line(at) });
+            let name = format!("{}.forms.{}", profile.name(), form.get_ref());
+            let form_map = read_map(&name, table.fields, table.constants, &error, &line)?;
+            map.forms.push((form.into_inner(), form_map));
         }
         mapping.profiles.push((profile, map));
     }
     Ok(mapping)
+}
+
+type Fields = BTreeMap<Spanned<String>, Spanned<String>>;
+type Constants = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+/// A profile's (or form's, `table` its name) fields and constants, checked: each answer's key
+/// not empty, each field an API name filled by one answer at most, each constant a value.
+fn read_map(
+    table: &str,
+    fields: Fields,
+    constants: Constants,
+    error: &dyn Fn(usize, String) -> MappingError,
+    line: &dyn Fn(usize) -> usize,
+) -> Result<ProfileMap, MappingError> {
+    let mut map = ProfileMap::default();
+    for (answer, field) in fields {
+        let at = answer.span().start;
+        if answer.get_ref().trim().is_empty() {
+            return Err(error(at, format!("[{table}.fields]: an answer's key is empty")));
+        }
+        check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
+        if let Some(other) = map.fields.iter().find(|l| l.field.eq_ignore_ascii_case(field.get_ref())) {
+            return Err(error(
+                at,
+                format!("the field {:?} is filled by two answers (and on line {})", field.get_ref(), other.line),
+            ));
+        }
+        map.fields.push(Link { answer: answer.into_inner(), field: field.into_inner(), line: line(at) });
+    }
+    for (field, value) in constants {
+        let at = field.span().start;
+        check_field_name(field.get_ref()).map_err(|why| error(at, why))?;
+        let value = constant(value.get_ref()).ok_or_else(|| {
+            error(at, format!("the constant for {:?} is not text, a number or a boolean", field.get_ref()))
+        })?;
+        map.constants.push(Constant { field: field.into_inner(), value, line: line(at) });
+    }
+    Ok(map)
 }
 
 /// A CRM field's API name: letters, digits and `_`, starting with a letter.
@@ -154,6 +193,12 @@ mod tests {
         );
         assert_eq!(mapping.profiles[1].0, Profile::Typeform);
         assert!(parse("", LEAD_MAPPING).unwrap().is_empty());
+        // A form's own mapping, on top of its profile's.
+        let text = "[tally.fields]\nsize = \"Size__c\"\n[tally.forms.w4Nd.fields]\nteam = \"Size__c\"\n[tally.forms.w4Nd.constants]\nLeadSource = \"Partners\"\n";
+        let mapping = parse(text, LEAD_MAPPING).unwrap();
+        let (id, form) = &mapping.profiles[0].1.forms[0];
+        assert_eq!((id.as_str(), form.fields[0].answer.as_str(), form.fields[0].line), ("w4Nd", "team", 4));
+        assert_eq!(form.constants[0].value, Json::string("Partners"));
     }
 
     #[test]
@@ -177,6 +222,10 @@ mod tests {
         assert!(error.starts_with("LEAD_MAPPING line 2: "), "{error}");
         let error = refused("[tally.fields]\n\"\" = \"Size__c\"\n");
         assert!(error.starts_with("LEAD_MAPPING line 2: [tally.fields]: an answer's key is empty"), "{error}");
+        let error = refused("[tally.forms.f1.fields]\na = \"B__c\"\n\"\" = \"C__c\"\n");
+        assert!(error.starts_with("LEAD_MAPPING line 3: [tally.forms.f1.fields]: an answer's key is empty"), "{error}");
+        let error = refused("[tally.forms.f1]\nforms = {}\n");
+        assert!(error.starts_with("LEAD_MAPPING line 2: unknown field `forms`"), "{error}");
     }
 
     #[test]

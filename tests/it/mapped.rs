@@ -2,7 +2,7 @@
 //! typed custom fields: a Static Forms, a Typeform and a Tally submission, each answer in its
 //! typed field by the profile's mapping, replays included, one Lead each; a value that does not
 //! fit (before sending, or refused by the org) costs that field only, and is kept in
-//! `Description`; a mapping naming a field the org lacks refuses to start, naming its line.
+//! `Description`; a form's own mapping takes the fields it names; a mapping naming a field the org lacks refuses to start, naming its line.
 
 use serde_json::Value;
 use shared::profile::Profile;
@@ -47,6 +47,10 @@ utm_campaign = "Campaign__c"
 
 [tally.constants]
 Rating = "warm"
+
+# One Tally form of its own: its Leads' source is fixed, whatever the UTM fields say.
+[tally.forms.w4Nd.constants]
+LeadSource = "Partners"
 "#;
 
 /// The org's fields the mapping names: a restricted picklist, a checkbox, a date, a restricted
@@ -97,12 +101,14 @@ async fn salesforce_each_profile_s_answers_land_in_their_typed_fields_once_and_a
     assert_eq!((state.collections.as_slice(), state.queries), (&[3, 1, 1, 1][..], 3));
     for (profile, lead) in &leads {
         let record: &Value = &state.leads[&lead.external_id];
+        // The Tally form's own mapping fixes its source, so its utm_source stays an answer.
+        let source = if *profile == Profile::Tally { "Partners" } else { "newsletter" };
         for (field, value) in [
             ("Size__c", Value::from("11-50")),
             ("Consent__c", Value::from(true)),
             ("Start__c", Value::from("2027-01-15")),
             ("Interests__c", Value::from("engines;poetry")),
-            ("LeadSource", Value::from("newsletter")),
+            ("LeadSource", Value::from(source)),
             ("Rating", Value::from("Warm")),
             ("LastName", Value::from("Lovelace")),
         ] {
@@ -113,9 +119,10 @@ async fn salesforce_each_profile_s_answers_land_in_their_typed_fields_once_and_a
         assert_eq!(record.get("Campaign__c"), None, "{profile:?}");
         let description = record["Description"].as_str().unwrap();
         assert!(description.contains(": launch"), "{profile:?}: {description}");
-        for shown in ["11-50", "2027-01-15", "Engines", "newsletter"] {
+        for shown in ["11-50", "2027-01-15", "Engines"] {
             assert!(!description.contains(shown), "{profile:?}: {shown} is in its field: {description}");
         }
+        assert_eq!(description.contains(": newsletter"), *profile == Profile::Tally, "{profile:?}: {description}");
     }
 }
 
@@ -197,7 +204,11 @@ async fn mapping_check_prints_each_field_with_its_salesforce_type() {
     );
     assert!(lines.contains(&"[typeform] \"start_date\" -> Start__c (date)".to_owned()), "{lines:#?}");
     assert!(lines.contains(&"[staticforms] constant -> Rating (picklist) = \"Warm\"".to_owned()), "{lines:#?}");
-    assert_eq!(lines.len(), 3 * 7);
+    assert!(
+        lines.contains(&"[tally.forms.w4Nd] constant -> LeadSource (picklist) = \"Partners\"".to_owned()),
+        "{lines:#?}"
+    );
+    assert_eq!(lines.len(), 3 * 7 + 1);
     // The other sinks read no mapping yet: one given refuses to start rather than drop it.
     let hubspot = tests::crm::HubSpotStandIn::start("pat-test", "static_forms_submission_id");
     let mapping = stream_worker::mapping::parse(MAPPING, "LEAD_MAPPING").unwrap();

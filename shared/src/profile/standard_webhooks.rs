@@ -108,6 +108,7 @@ pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
         message: text(&pointers.message),
         extra,
         roles: BTreeMap::new(),
+        form: String::new(),
     };
     complete(&mut lead);
     lead

@@ -64,6 +64,7 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         Some(_) => return Err(LeadError::AnswersNotArray),
     };
     let mut lead = Fields::new(receipt.key.clone());
+    lead.form(receipt.payload.pointer("/data/formId").and_then(Json::as_str));
     for field in fields {
         let text = |name: &str| field.get(name).and_then(Json::as_str).unwrap_or_default();
         let label = text("label");
@@ -158,6 +159,7 @@ mod tests {
         assert_eq!((envelope.submission_id.as_str(), envelope.event.as_str()), ("2wgx4n", "FORM_RESPONSE"));
         let lead = lead(&receipt(EXAMPLE)).unwrap();
         assert_eq!(lead.external_id, "tally:2wgx4n");
+        assert_eq!(lead.form, "VwbNEw", "the form, for its own mapping");
         assert_eq!(
             (lead.name.as_str(), lead.email.as_str(), lead.message.as_str()),
             ("", "alice@example.com", "Hello world")

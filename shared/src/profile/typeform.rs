@@ -91,6 +91,7 @@ pub fn lead(receipt: &Receipt) -> Result<Lead, LeadError> {
         _ => BTreeMap::new(),
     };
     let mut lead = Fields::new(receipt.key.clone());
+    lead.form(response.and_then(|r| r.get("form_id")).and_then(Json::as_str));
     for answer in answers {
         let field = answer.get("field");
         let text = |name: &str| field.and_then(|f| f.get(name)).and_then(Json::as_str);
@@ -183,6 +184,7 @@ mod tests {
         assert_eq!(envelope.event, "form_response");
         let lead = lead(&receipt(EXAMPLE)).unwrap();
         assert_eq!(lead.external_id, "typeform:lT4Z3j:a3a12ec67a1365927098a606107fac15");
+        assert_eq!(lead.form, "lT4Z3j", "the form, for its own mapping");
         assert_eq!(lead.email, "laura@example.com");
         assert_eq!(lead.name, "Laura");
         assert!(lead.message.starts_with("It's cold right now!"), "{}", lead.message);

@@ -371,6 +371,7 @@ mod tests {
                 message: "hi".into(),
                 extra: Default::default(),
                 roles: Default::default(),
+                form: String::new(),
             })
             .collect()
     }

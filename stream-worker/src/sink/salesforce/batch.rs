@@ -62,7 +62,10 @@ pub fn left_out_line(lead: &Lead, mapped: &Mapped) -> Option<String> {
     }
     let fields: Vec<Value> =
         mapped.left_out.iter().map(|(field, unfit)| json!({"field": field, "reason": unfit.reason()})).collect();
-    Some(json!({"submissionId": lead.external_id, "action": "sink_fields_left_out", "fieldsLeftOut": fields}).to_string())
+    Some(
+        json!({"submissionId": lead.external_id, "action": "sink_fields_left_out", "fieldsLeftOut": fields})
+            .to_string(),
+    )
 }
 
 fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
@@ -286,6 +289,7 @@ mod tests {
             message: String::new(),
             extra: Default::default(),
             roles: Default::default(),
+            form: String::new(),
         };
         let record = record(&lead, "F__c", true, &Mapped::default());
         assert_eq!((record["attributes"]["type"].as_str(), record["F__c"].as_str()), (Some("Lead"), Some("sub_1")));

@@ -4,7 +4,7 @@
 //! line and the field, never a value.
 
 use serde_json::Value;
-use shared::field_map::{FieldMapping, TypedLink, TypedMap};
+use shared::field_map::{FieldMapping, ProfileMap, TypedLink, TypedMap};
 use shared::profile::Profile;
 use shared::typed::{convert, Choice, FieldType, Kind};
 
@@ -72,44 +72,54 @@ pub fn field_type(field: &Value) -> Result<FieldType, String> {
 pub fn resolve(mapping: &FieldMapping, fields: &[Value], external_id_field: &str) -> Result<Typed, String> {
     let mut typed = Vec::new();
     for (profile, map) in &mapping.profiles {
-        let at = |line: usize, field: &str, what: &str| {
-            format!("LEAD_MAPPING line {line} ([{}]): the Lead field {field:?} {what}", profile.name())
-        };
-        let described = |line: usize, name: &str| -> Result<(String, FieldType), String> {
-            let Some(field) = find(fields, name) else {
-                return Err(at(line, name, "does not exist on Lead, or the integration user cannot see it"));
-            };
-            if name.eq_ignore_ascii_case(external_id_field) {
-                return Err(at(line, name, "is the external ID field, which the sink fills itself"));
-            }
-            if field["createable"] != Value::Bool(true) {
-                return Err(at(
-                    line,
-                    name,
-                    "cannot be set on a new Lead (read-only, or the integration user may not edit it)",
-                ));
-            }
-            let ty = field_type(field).map_err(|why| at(line, name, &why))?;
-            Ok((field["name"].as_str().unwrap_or(name).to_owned(), ty))
-        };
-        let mut out = TypedMap::default();
-        for link in &map.fields {
-            let (field, ty) = described(link.line, &link.field)?;
-            out.fields.push(TypedLink { answer: link.answer.clone(), field, ty });
-        }
-        for constant in &map.constants {
-            let (field, ty) = described(constant.line, &constant.field)?;
-            match convert(&constant.value, &ty) {
-                Ok(Some(value)) => out.constants.push((field, value)),
-                Ok(None) => return Err(at(constant.line, &field, "is given an empty constant")),
-                Err(unfit) => {
-                    return Err(at(constant.line, &field, &format!("cannot take the constant ({})", unfit.reason())))
-                }
-            }
+        let mut out = resolve_map(profile.name(), map, fields, external_id_field)?;
+        for (form, form_map) in &map.forms {
+            let table = format!("{}.forms.{form}", profile.name());
+            out.forms.push((form.clone(), resolve_map(&table, form_map, fields, external_id_field)?));
         }
         typed.push((*profile, out));
     }
     Ok(typed)
+}
+
+/// One profile's (or form's, `table` its name) fields and constants, typed.
+fn resolve_map(table: &str, map: &ProfileMap, fields: &[Value], external_id_field: &str) -> Result<TypedMap, String> {
+    let at = |line: usize, field: &str, what: &str| {
+        format!("LEAD_MAPPING line {line} ([{table}]): the Lead field {field:?} {what}")
+    };
+    let described = |line: usize, name: &str| -> Result<(String, FieldType), String> {
+        let Some(field) = find(fields, name) else {
+            return Err(at(line, name, "does not exist on Lead, or the integration user cannot see it"));
+        };
+        if name.eq_ignore_ascii_case(external_id_field) {
+            return Err(at(line, name, "is the external ID field, which the sink fills itself"));
+        }
+        if field["createable"] != Value::Bool(true) {
+            return Err(at(
+                line,
+                name,
+                "cannot be set on a new Lead (read-only, or the integration user may not edit it)",
+            ));
+        }
+        let ty = field_type(field).map_err(|why| at(line, name, &why))?;
+        Ok((field["name"].as_str().unwrap_or(name).to_owned(), ty))
+    };
+    let mut out = TypedMap::default();
+    for link in &map.fields {
+        let (field, ty) = described(link.line, &link.field)?;
+        out.fields.push(TypedLink { answer: link.answer.clone(), field, ty });
+    }
+    for constant in &map.constants {
+        let (field, ty) = described(constant.line, &constant.field)?;
+        match convert(&constant.value, &ty) {
+            Ok(Some(value)) => out.constants.push((field, value)),
+            Ok(None) => return Err(at(constant.line, &field, "is given an empty constant")),
+            Err(unfit) => {
+                return Err(at(constant.line, &field, &format!("cannot take the constant ({})", unfit.reason())))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Each mapped field with its Salesforce type and what it will take, one line each, for
@@ -117,16 +127,23 @@ pub fn resolve(mapping: &FieldMapping, fields: &[Value], external_id_field: &str
 pub fn describe_lines(typed: &Typed, fields: &[Value]) -> Vec<String> {
     let mut lines = Vec::new();
     for (profile, map) in typed {
-        for link in &map.fields {
-            let ty = find(fields, &link.field).and_then(|f| f["type"].as_str()).unwrap_or("?");
-            lines.push(format!("[{}] {:?} -> {} ({ty}{})", profile.name(), link.answer, link.field, limits(&link.ty)));
-        }
-        for (field, value) in &map.constants {
-            let ty = find(fields, field).and_then(|f| f["type"].as_str()).unwrap_or("?");
-            lines.push(format!("[{}] constant -> {field} ({ty}) = {}", profile.name(), value.to_text()));
+        map_lines(profile.name(), map, fields, &mut lines);
+        for (form, form_map) in &map.forms {
+            map_lines(&format!("{}.forms.{form}", profile.name()), form_map, fields, &mut lines);
         }
     }
     lines
+}
+
+fn map_lines(table: &str, map: &TypedMap, fields: &[Value], lines: &mut Vec<String>) {
+    let type_of = |name: &str| find(fields, name).and_then(|f| f["type"].as_str()).unwrap_or("?").to_owned();
+    for link in &map.fields {
+        let ty = type_of(&link.field);
+        lines.push(format!("[{table}] {:?} -> {} ({ty}{})", link.answer, link.field, limits(&link.ty)));
+    }
+    for (field, value) in &map.constants {
+        lines.push(format!("[{table}] constant -> {field} ({}) = {}", type_of(field), value.to_text()));
+    }
 }
 
 fn limits(ty: &FieldType) -> String {
@@ -149,7 +166,7 @@ fn limits(ty: &FieldType) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use shared::field_map::{Constant, Link, ProfileMap};
+    use shared::field_map::{Constant, Link};
     use shared::json::Json;
 
     fn describe() -> Vec<Value> {
@@ -192,9 +209,8 @@ mod tests {
         let fields =
             fields.iter().enumerate().map(|(i, (a, f))| Link { answer: (*a).into(), field: (*f).into(), line: i + 2 });
         let constants = constants.iter().map(|(f, v)| Constant { field: (*f).into(), value: v.clone(), line: 20 });
-        FieldMapping {
-            profiles: vec![(Profile::Tally, ProfileMap { fields: fields.collect(), constants: constants.collect() })],
-        }
+        let map = ProfileMap { fields: fields.collect(), constants: constants.collect(), forms: vec![] };
+        FieldMapping { profiles: vec![(Profile::Tally, map)] }
     }
 
     #[test]

@@ -215,6 +215,7 @@ mod tests {
             message: String::from("Hello"),
             extra,
             roles,
+            form: String::new(),
         }
     }
 
