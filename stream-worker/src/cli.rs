@@ -32,8 +32,9 @@ pub enum Command {
     /// `receipts list`: of one status, or (none) those that need attention, `RECEIVED` and
     /// `FAILED`, from their indexes; `all`: every receipt, by a scan of the table.
     List { status: Option<ReceiptStatus>, all: bool, since: Option<Since>, json: bool },
-    /// `receipts show`: the receipt of one submission of one sender profile.
-    Show { profile: Profile, submission_id: String, payload: bool, json: bool },
+    /// `receipts show`: the receipt of one submission of one sender profile; `as_lead`: what
+    /// the configured sink would send for it instead, without sending it.
+    Show { profile: Profile, submission_id: String, payload: bool, json: bool, as_lead: bool },
     /// `profiles`: the registered sender profiles as JSON, with each one's example delivery
     /// for an identity and a free-text answer when given.
     Profiles { example: Option<(String, String)> },
@@ -164,6 +165,10 @@ enum Receipts {
         payload: bool,
         #[arg(long)]
         json: bool,
+        /// Print what the configured sink would send for it (form contents), as JSON, without
+        /// sending it; needs the sink's settings (and LEAD_MAPPING).
+        #[arg(long, conflicts_with_all = ["payload", "json"])]
+        as_lead: bool,
     },
     /// Reopen one submission's receipt, or every FAILED one, for the stream.
     Redrive {
@@ -205,8 +210,8 @@ pub fn parse(args: &[String]) -> Result<Command, clap::Error> {
         Top::Receipts { command: Receipts::List { status, all, since, json } } => {
             Command::List { status, all, since, json }
         }
-        Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json } } => {
-            Command::Show { profile, submission_id, payload, json }
+        Top::Receipts { command: Receipts::Show { submission_id, profile, payload, json, as_lead } } => {
+            Command::Show { profile, submission_id, payload, json, as_lead }
         }
         Top::Receipts { command: Receipts::Redrive { submission_id, profile, status: _, wait, force, json } } => {
             let target = match submission_id {
@@ -405,13 +410,32 @@ mod tests {
                 profile: Profile::StaticForms,
                 submission_id: "sub_1".into(),
                 payload: true,
-                json: false
+                json: false,
+                as_lead: false
             })
         );
         assert_eq!(
             parse(&args("receipts show 2wgx4n --profile tally")),
-            Ok(Command::Show { profile: Profile::Tally, submission_id: "2wgx4n".into(), payload: false, json: false })
+            Ok(Command::Show {
+                profile: Profile::Tally,
+                submission_id: "2wgx4n".into(),
+                payload: false,
+                json: false,
+                as_lead: false
+            })
         );
+        assert_eq!(
+            parse(&args("receipts show 2wgx4n --profile tally --as-lead")),
+            Ok(Command::Show {
+                profile: Profile::Tally,
+                submission_id: "2wgx4n".into(),
+                payload: false,
+                json: false,
+                as_lead: true
+            })
+        );
+        assert!(parse(&args("receipts show sub_1 --as-lead --payload")).unwrap_err().contains("--payload"));
+        assert_eq!(parse(&args("mapping check")), Ok(Command::MappingCheck));
         assert_eq!(
             parse(&args("receipts redrive --profile typeform f:t")),
             Ok(Command::Redrive {
@@ -436,7 +460,8 @@ mod tests {
                 profile: Profile::StaticForms,
                 submission_id: "-a1".into(),
                 payload: false,
-                json: false
+                json: false,
+                as_lead: false
             })
         );
         assert_eq!(

@@ -49,7 +49,9 @@ async fn main() -> anyhow::Result<()> {
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
 
     // Reading receipts needs only the table; everything else also needs the sink.
-    if let Command::List { .. } | Command::Show { .. } | Command::Console { read_only: true, .. } = command {
+    if let Command::List { .. } | Command::Show { as_lead: false, .. } | Command::Console { read_only: true, .. } =
+        command
+    {
         let table = std::env::var("RECEIPTS_TABLE").ok().filter(|t| !t.trim().is_empty());
         let table = table.ok_or_else(|| anyhow!("RECEIPTS_TABLE: expected the receipts table's name"))?;
         let receipts = DynamoReceipts::new(dynamodb, table.trim());
@@ -81,6 +83,14 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     check_sink(&sink).await?;
+    // After the start-up check, so the preview writes what the worker would (its Phone).
+    if let Command::Show { profile, submission_id, as_lead: true, .. } = &command {
+        let item =
+            DynamoReceipts::new(dynamodb, &config.table).find(&profile.key(submission_id), submission_id).await?;
+        let shown = operate::as_lead(&item, &config.mapping, &sink).await.map_err(|why| anyhow!(why))?;
+        print_out(serde_json::to_string_pretty(&shown)? + "\n");
+        return Ok(());
+    }
     let handler = Handler {
         sink,
         receipts: DynamoReceipts::new(dynamodb.clone(), &config.table),
@@ -171,7 +181,7 @@ async fn inspect(command: Command, receipts: &DynamoReceipts) -> anyhow::Result<
                 operate::list_table(&items)
             }
         }
-        Command::Show { profile, submission_id, payload, json } => {
+        Command::Show { profile, submission_id, payload, json, .. } => {
             let item = receipts.find(&profile.key(&submission_id), &submission_id).await?;
             let shown = operate::describe(&item, payload);
             if json {

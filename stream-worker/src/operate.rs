@@ -307,6 +307,20 @@ async fn await_verdicts<S: LeadSink + Sync>(
     }
 }
 
+/// What the configured sink would send for the receipt `item`, without sending it (`receipts
+/// show --as-lead`): the lead through `mapping` and the sink's own mapping, as the stream
+/// worker makes it. The error says why there is none (never the form's contents).
+pub async fn as_lead(item: &Item, mapping: &LeadMapping, sink: &crate::sink::Sink) -> Result<Value, String> {
+    let receipt = Receipt::from_item(item).map_err(|e| format!("the receipt cannot be read ({e:?})"))?;
+    let lead =
+        lead_from_receipt(&receipt, mapping).map_err(|e| format!("the receipt makes no lead ({})", e.reason()))?;
+    sink.preview(&lead, &receipt.key).await.map_err(|e| match e {
+        crate::sink::CheckError::Wrong(text)
+        | crate::sink::CheckError::Unreachable(text)
+        | crate::sink::CheckError::Doubtful(text) => text,
+    })
+}
+
 /// One receipt as `receipts show` prints it: identifiers, status, times, failure reason and
 /// the lead's key; the form's contents only when `payload` is asked for.
 pub fn describe(item: &Item, payload: bool) -> Value {

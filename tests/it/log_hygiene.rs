@@ -1,6 +1,7 @@
 //! Log hygiene, end to end: deliveries carrying recognisable credentials and personal data go
 //! through the built Worker, the stream worker in local (poll) mode and in Lambda mode, into a
-//! sink that echoes what it is sent back in its error answers. Every line every process wrote
+//! sink that echoes what it is sent back in its error answers (and, in Lambda mode, into
+//! Salesforce through a lead mapping that leaves a value out). Every line every process wrote
 //! is collected, and none may hold any of those values in any encoding: plain, JSON-escaped,
 //! base64 (any alignment, both alphabets) or URL-encoded.
 
@@ -122,6 +123,17 @@ fn echoing_sink() -> (StubServer, Arc<Mutex<usize>>) {
     (server, accepted)
 }
 
+/// The stream event of one receipt's new image, as Lambda hands it to the function.
+fn event_of(image: serde_json::Value) -> serde_json::Value {
+    json!({"Records": [{
+        "eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {"Keys": {"pk": image["pk"].clone()}, "NewImage": image, "SequenceNumber": "100",
+                     "SizeBytes": 1024, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:000000000000:table/receipts/stream/2026-12-01T00:00:00.000"
+    }]})
+}
+
 fn status_of(store: &Ministack, id: &str) -> Option<String> {
     status_by_key(store, &delivery::key(id))
 }
@@ -209,13 +221,7 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let answer = deliver(&edge, &headers("hyg_lambda"), &canary_body("hyg_lambda", MESSAGE));
     assert_eq!(answer.status, 202, "{}", answer.body);
     let image = store.get(TABLE, &delivery::key("hyg_lambda")).unwrap();
-    let event = json!({"Records": [{
-        "eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
-        "awsRegion": "us-east-1",
-        "dynamodb": {"Keys": {"pk": image["pk"].clone()}, "NewImage": image, "SequenceNumber": "100",
-                     "SizeBytes": 1024, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:000000000000:table/receipts/stream/2026-12-01T00:00:00.000"
-    }]});
+    let event = event_of(image);
     let secret = store.create_secret(
         "stream-worker/hygiene",
         &json!({"LEAD_SINK": format!("{}/leads", sink.url()), "WEBHOOK_SINK_SECRET": sink_secret}).to_string(),
@@ -226,12 +232,33 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     let second = invoke_once(&store, &lambda_key, &[("SINK_SECRET_ARN", secret)], event);
     assert_eq!(status_of(&store, "hyg_lambda").as_deref(), Some("COMPLETED"), "{}", second.stderr);
 
+    // Lambda mode into Salesforce with a lead mapping whose field cannot take the phone (a
+    // date): the Lead is written without it, and the log names the field, never the value.
+    let answer = deliver(&edge, &headers("hyg_mapped"), &canary_body("hyg_mapped", MESSAGE));
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    let image = store.get(TABLE, &delivery::key("hyg_mapped")).unwrap();
+    let mut mapped_event = event_of(image);
+    mapped_event["Records"][0]["dynamodb"]["SequenceNumber"] = json!("200");
+    let org = tests::crm::SalesforceStandIn::start("sf-client", "sf-secret", "60.0", "Static_Forms_Submission_Id__c");
+    org.state.lock().unwrap().org_fields = vec![tests::crm::OrgField::new("Call_Date__c", "date")];
+    let settings = [
+        ("LEAD_SINK", "salesforce".to_owned()),
+        ("SALESFORCE_INSTANCE_URL", org.server.url()),
+        ("SALESFORCE_CLIENT_ID", "sf-client".to_owned()),
+        ("SALESFORCE_CLIENT_SECRET", "sf-secret".to_owned()),
+        ("LEAD_MAPPING", "[staticforms.fields]\nphone = \"Call_Date__c\"\n".to_owned()),
+    ];
+    let third = invoke_once(&store, &lambda_key, &settings, mapped_event);
+    assert_eq!(status_of(&store, "hyg_mapped").as_deref(), Some("COMPLETED"), "{}", third.stderr);
+    assert!(third.stderr.contains(r#"{"field":"Call_Date__c","reason":"not_a_date"}"#), "{}", third.stderr);
+
     // Every line every process wrote.
     let edge_lines = edge.output();
     let sources: Vec<(&str, String)> = vec![
         ("edge", edge_lines.join("\n")),
         ("poll", poll_lines),
         ("lambda", [first.stdout, first.stderr, second.stdout, second.stderr].join("\n")),
+        ("lambda, Salesforce with a mapping", [third.stdout, third.stderr].join("\n")),
     ];
     // Each source said something about these deliveries, so the check below has lines to read.
     assert!(edge_lines.iter().filter(|l| l.contains("\"outcome\"")).count() >= statuses.len(), "{edge_lines:#?}");

@@ -260,3 +260,46 @@ async fn the_mapping_check_command_prints_the_fields_and_fails_on_any_problem() 
         assert!(!output.status.success() && stderr.contains(expected), "{mapping}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receipts_show_as_lead_prints_what_the_sink_would_send_and_sends_nothing() {
+    let w = crate::operate::world();
+    let body = tests::forms::tally("r_preview").replace("2027-01-15", "next week");
+    let envelope = Profile::Tally.read(&shared::headers::Headers::default(), body.as_bytes()).unwrap();
+    let receipt =
+        shared::receipt::Receipt::new(&envelope, Profile::Tally.key("r_preview"), "req", tests::now_millis(), 30);
+    tests::aws::put_item(&w.store, "receipts", &receipt.to_item());
+    let standin = org();
+    let url = standin.server.url();
+    let settings = [
+        ("LEAD_SINK", "salesforce"),
+        ("SALESFORCE_INSTANCE_URL", url.as_str()),
+        ("SALESFORCE_CLIENT_ID", "sf-client"),
+        ("SALESFORCE_CLIENT_SECRET", "sf-secret"),
+        ("SALESFORCE_EXTERNAL_ID_FIELD", SF_FIELD),
+        ("LEAD_MAPPING", MAPPING),
+    ];
+    let mut command = w.command(&["receipts", "show", "r_preview", "--profile", "tally", "--as-lead"]);
+    command.envs(settings);
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let record = &shown["record"];
+    assert_eq!((record["Size__c"].as_str(), record["LeadSource"].as_str()), (Some("11-50"), Some("Partners")));
+    assert_eq!(record["Static_Forms_Submission_Id__c"], "tally:r_preview");
+    assert_eq!(record["Phone"], "+442079460000", "as the worker writes it, after its start-up check");
+    assert_eq!(record.get("Start__c"), None, "the date that is none is left out");
+    assert!(record["Description"].as_str().unwrap().contains("Start date: next week"), "{record}");
+    assert_eq!(
+        shown["fieldsLeftOut"],
+        serde_json::json!([{"field": "Start__c", "reason": "not_a_date"}, {"field": "Campaign__c", "reason": "too_long"}])
+    );
+    {
+        let state = standin.state.lock().unwrap();
+        assert!(state.leads.is_empty() && state.collections.is_empty(), "nothing sent");
+    }
+    // The SQL sinks (here SQLite) read no mapping: the preview is the lead as its row holds it.
+    let output = w.json(&["receipts", "show", "r_preview", "--profile", "tally", "--as-lead"]);
+    assert_eq!(output["externalId"], "tally:r_preview");
+    assert_eq!(output["extra"]["Start date"], "next week");
+}

@@ -33,7 +33,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use shared::lead::Lead;
 
 use tokio::time::Instant;
@@ -197,6 +197,16 @@ impl HubSpot {
             }
         }
         plan::contact_results(people.into_keys(), written)
+    }
+}
+
+impl HubSpot {
+    /// What the sink sends for `lead`, without sending it: the contact's input (by email; none
+    /// without an email) and a new ticket's properties.
+    pub fn preview(&self, lead: &Lead) -> Value {
+        let contact = contact_input(lead).map(|(email, properties)| json!({"id": email, "properties": properties}));
+        let ticket = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
+        json!({"contact": contact, "ticket": {"id": lead.external_id, "properties": ticket}})
     }
 }
 

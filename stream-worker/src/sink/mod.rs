@@ -80,6 +80,18 @@ impl Sink {
         }
     }
 
+    /// What the sink would send for `lead` (of the receipt `receipt_key`), without sending it
+    /// (`receipts show --as-lead`): Salesforce's collection record (the phone as the start-up
+    /// check found it writable), HubSpot's contact and ticket, the webhook's body, the SQL row.
+    pub async fn preview(&self, lead: &Lead, receipt_key: &str) -> Result<serde_json::Value, CheckError> {
+        let json = |lead: &Lead| serde_json::from_str(&lead.to_json().to_text()).unwrap_or_default();
+        match self {
+            Sink::Salesforce(sink) => sink.preview(lead, receipt_key).await,
+            Sink::HubSpot(sink) => Ok(sink.preview(lead)),
+            Sink::Webhook(_) | Sink::Sql(_) => Ok(json(lead)),
+        }
+    }
+
     /// Checks, once at start and where the sink's API allows, that its configuration can work
     /// (HubSpot: the ticket property exists and is unique, the pipeline has the stage;
     /// Salesforce: the credentials work and the field is an External ID on Lead).

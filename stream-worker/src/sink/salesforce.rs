@@ -67,6 +67,26 @@ impl Salesforce {
         Ok(catalogue::describe_lines(&typed, &fields))
     }
 
+    /// What the sink sends for `lead` (of the receipt `receipt_key`), without sending it: the
+    /// collection record, and the mapped fields it leaves out and why.
+    pub async fn preview(&self, lead: &Lead, receipt_key: &str) -> Result<serde_json::Value, CheckError> {
+        let typed = self.typed().await.map_err(|e| match e {
+            SinkError::Retryable { reason: "sink_mapping_refused", .. } => CheckError::Wrong(String::from(
+                "LEAD_MAPPING: refused by the org's describe (run `stream-worker mapping check`)",
+            )),
+            other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
+        })?;
+        let item = [super::contract::BatchItem { lead, receipt_key }];
+        let mapped = batch::mapped(&item, typed.as_deref()).pop().unwrap_or_default();
+        let record = batch::record(lead, self.field(), self.phone_writable(), &mapped);
+        let left_out: Vec<serde_json::Value> = mapped
+            .left_out
+            .iter()
+            .map(|(field, unfit)| serde_json::json!({"field": field, "reason": unfit.reason()}))
+            .collect();
+        Ok(serde_json::json!({"record": record, "fieldsLeftOut": left_out}))
+    }
+
     /// The mapping typed by the org's describe: read once (by the start-up check, or here when
     /// that could not reach the org); `None` without a mapping.
     pub(super) async fn typed(&self) -> Result<Option<std::sync::Arc<catalogue::Typed>>, SinkError> {

@@ -39,7 +39,7 @@ pub fn record(lead: &Lead, field: &str, phone_writable: bool, mapped: &Mapped) -
 }
 
 /// Each item's lead through its profile's mapping (none: the default fields only).
-fn mapped(items: &[BatchItem<'_>], typed: Option<&Typed>) -> Vec<Mapped> {
+pub fn mapped(items: &[BatchItem<'_>], typed: Option<&Typed>) -> Vec<Mapped> {
     let map = |key: &str| {
         let profile = Profile::of_key(key).map(|(profile, _)| profile)?;
         typed?.iter().find(|(p, _)| *p == profile).map(|(_, map)| map)
