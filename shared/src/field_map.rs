@@ -54,12 +54,15 @@ pub struct ProfileMap {
 pub struct FieldMapping {
     /// Each named profile's mapping.
     pub profiles: Vec<(Profile, ProfileMap)>,
+    /// Salesforce's assignment rules on each new Lead (`Sforce-Auto-Assign`): `TRUE`, `FALSE`
+    /// or the ID of an assignment rule; `None` leaves the header out (Salesforce: `TRUE`).
+    pub assignment: Option<String>,
 }
 
 impl FieldMapping {
-    /// Whether it names no profile.
+    /// Whether it says nothing: no profile, no assignment.
     pub fn is_empty(&self) -> bool {
-        self.profiles.is_empty()
+        self.profiles.is_empty() && self.assignment.is_none()
     }
 }
 

@@ -11,7 +11,9 @@
 //! LeadSource = "Web"
 //! ```
 //!
-//! Errors name the line and the field, never a value. Whether each field exists and what it
+//! `[salesforce] assignment = "FALSE"` (or `TRUE`, or an assignment rule's ID) sets the org's
+//! assignment rules on each new Lead (`Sforce-Auto-Assign`). Errors name the line and the
+//! field, never a value. Whether each field exists and what it
 //! takes is the sink's start-up check, against the CRM.
 
 use std::collections::BTreeMap;
@@ -40,6 +42,8 @@ impl fmt::Display for MappingError {
 
 impl std::error::Error for MappingError {}
 
+/// A top-level table: a profile's (`fields`, `constants`, `forms`), or `[salesforce]`'s
+/// (`assignment`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProfileTable {
@@ -49,7 +53,11 @@ struct ProfileTable {
     constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
     forms: BTreeMap<Spanned<String>, FormTable>,
+    assignment: Option<Spanned<String>>,
 }
+
+/// The table of the Salesforce sink's own settings.
+const SALESFORCE: &str = "salesforce";
 
 /// One form's mapping: as a profile's, without forms of its own.
 #[derive(Deserialize)]
@@ -90,12 +98,32 @@ pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
     })?;
     let mut mapping = FieldMapping::default();
     for (name, table) in tables {
+        if name.get_ref() == SALESFORCE {
+            let at = name.span().start;
+            let table = table.into_inner();
+            if !(table.fields.is_empty() && table.constants.is_empty() && table.forms.is_empty()) {
+                return Err(error(
+                    at,
+                    format!("[{SALESFORCE}] takes assignment only (a profile's tables are [<profile>.fields])"),
+                ));
+            }
+            if let Some(assignment) = table.assignment {
+                let value = assignment.get_ref().trim();
+                mapping.assignment = Some(auto_assign(value).ok_or_else(|| {
+                    error(assignment.span().start, format!("[{SALESFORCE}] assignment: {value:?} is not TRUE, FALSE or an assignment rule's ID (01Q...)"))
+                })?);
+            }
+            continue;
+        }
         let profile = Profile::ALL.iter().copied().find(|p| p.name() == name.get_ref());
         let profile = profile.ok_or_else(|| {
             let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
             error(name.span().start, format!("no sender profile {:?} (one of {})", name.get_ref(), known.join(", ")))
         })?;
         let table = table.into_inner();
+        if let Some(assignment) = &table.assignment {
+            return Err(error(assignment.span().start, format!("assignment belongs in [{SALESFORCE}]")));
+        }
         let mut map = read_map(profile.name(), table.fields, table.constants, &error, &line)?;
         for (form, table) in table.forms {
             let at = form.span().start;
@@ -149,6 +177,17 @@ fn read_map(
     Ok(map)
 }
 
+/// `Sforce-Auto-Assign`'s value (Salesforce REST API, "Assignment Rule Header"): `TRUE` or
+/// `FALSE` (any case), or an assignment rule's 15- or 18-character ID (key prefix `01Q`).
+fn auto_assign(value: &str) -> Option<String> {
+    if value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false") {
+        return Some(value.to_ascii_uppercase());
+    }
+    let id =
+        matches!(value.len(), 15 | 18) && value.starts_with("01Q") && value.chars().all(|c| c.is_ascii_alphanumeric());
+    id.then(|| value.to_owned())
+}
+
 /// A CRM field's API name: letters, digits and `_`, starting with a letter.
 fn check_field_name(name: &str) -> Result<(), String> {
     let ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -199,6 +238,24 @@ mod tests {
         let (id, form) = &mapping.profiles[0].1.forms[0];
         assert_eq!((id.as_str(), form.fields[0].answer.as_str(), form.fields[0].line), ("w4Nd", "team", 4));
         assert_eq!(form.constants[0].value, Json::string("Partners"));
+    }
+
+    #[test]
+    fn salesforce_s_assignment_is_true_false_or_a_rule_s_id() {
+        let assignment = |value: &str| parse(&format!("[salesforce]\nassignment = \"{value}\"\n"), "m");
+        assert_eq!(assignment("false").unwrap().assignment.as_deref(), Some("FALSE"));
+        assert_eq!(assignment("TRUE").unwrap().assignment.as_deref(), Some("TRUE"));
+        assert_eq!(assignment("01QD0000000K3Yz").unwrap().assignment.as_deref(), Some("01QD0000000K3Yz"));
+        assert_eq!(assignment("01QD0000000K3YzAAK").unwrap().assignment.as_deref(), Some("01QD0000000K3YzAAK"));
+        assert!(!assignment("false").unwrap().is_empty(), "an assignment alone is a mapping");
+        for wrong in ["yes", "01QD0000000K3Y", "00QD0000000K3Yz", "01QD0000000K3Y!"] {
+            let error = assignment(wrong).unwrap_err().0;
+            assert!(error.starts_with("m line 2: [salesforce] assignment: "), "{wrong}: {error}");
+        }
+        let error = parse("[salesforce.fields]\na = \"B__c\"\n", "m").unwrap_err().0;
+        assert!(error.starts_with("m line 1: [salesforce] takes assignment only"), "{error}");
+        let error = parse("[tally]\n\nassignment = \"FALSE\"\n", "m").unwrap_err().0;
+        assert!(error.starts_with("m line 3: assignment belongs in [salesforce]"), "{error}");
     }
 
     #[test]

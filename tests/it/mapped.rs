@@ -303,3 +303,31 @@ async fn receipts_show_as_lead_prints_what_the_sink_would_send_and_sends_nothing
     assert_eq!(output["externalId"], "tally:r_preview");
     assert_eq!(output["extra"]["Start date"], "next week");
 }
+
+#[tokio::test]
+async fn salesforce_assignment_rules_run_as_the_mapping_says_once_per_lead() {
+    let leads = leads("assign");
+    let (profile, lead) = &leads[2];
+    let key = receipt_key(*profile, lead);
+    let mut runs = Vec::new();
+    for setting in ["", "[salesforce]\nassignment = \"false\"\n", "[salesforce]\nassignment = \"01QD0000000K3YzAAK\"\n"]
+    {
+        let standin = org();
+        let sink = mapped_sink(&standin, &format!("{MAPPING}{setting}")).await;
+        sink.check_configuration().await.unwrap();
+        // Created, then replayed: the replay writes nothing, so no rule runs again.
+        sink.upsert(lead, &key).await.unwrap();
+        sink.upsert(lead, &key).await.unwrap();
+        let state = standin.state.lock().unwrap();
+        assert_eq!(state.leads[&lead.external_id]["Size__c"], "11-50", "{setting}");
+        runs.push((
+            state.assignments.get(&lead.external_id).copied(),
+            state.assignment_rules.get(&lead.external_id).cloned(),
+        ));
+    }
+    assert_eq!(
+        runs,
+        [(Some(1), None), (None, None), (Some(1), Some(String::from("01QD0000000K3YzAAK")))],
+        "the org's active rule by default; none with FALSE; the named rule"
+    );
+}

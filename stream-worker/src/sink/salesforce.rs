@@ -13,7 +13,9 @@
 //! does not say when, so the token is cached and fetched again once when a call answers 401
 //! `INVALID_SESSION_ID`; a 401 again after that is retried as `sink_unauthorized`.
 //!
-//! Every create carries `Sforce-Duplicate-Rule-Header: allowSave=true`: a duplicate rule whose
+//! Creates carry `Sforce-Auto-Assign` when the lead mapping sets the org's assignment rules
+//! (`TRUE`, `FALSE` or a rule's ID); without it Salesforce runs the active rule. Every create
+//! carries `Sforce-Duplicate-Rule-Header: allowSave=true`: a duplicate rule whose
 //! action is Alert (the standard Lead rule's) would otherwise refuse a person's second
 //! submission through the API (`DUPLICATES_DETECTED`); rules whose action is Block still block.
 //!
@@ -41,7 +43,7 @@ pub mod limits;
 pub mod lookup;
 pub mod refusals;
 
-pub use api::{classify_answer, Login, Salesforce, DUPLICATE_RULE_HEADER};
+pub use api::{classify_answer, Login, Salesforce, AUTO_ASSIGN_HEADER, DUPLICATE_RULE_HEADER};
 pub use lead::{external_id, fields, NOT_PROVIDED};
 
 impl Salesforce {

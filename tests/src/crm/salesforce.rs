@@ -44,7 +44,8 @@
 //! - the org's other Lead fields, typed (`org_fields`, [`OrgField`]): in the describe, and
 //!   each value checked as a save checks it (a restricted picklist's, a number's, a date's);
 //! - assignment rules (`assignments`): each save runs them unless the request says
-//!   `Sforce-Auto-Assign: FALSE` (Salesforce applies them when the header is absent or TRUE).
+//!   `Sforce-Auto-Assign: FALSE` (Salesforce applies them when the header is absent or TRUE;
+//!   an assignment rule's ID runs that rule: `assignment_rules`).
 //!
 //! `fail_next` answers the next API calls (never the token endpoint) with Salesforce's bodies:
 //! 401 `INVALID_SESSION_ID` (a count of 2 outlasts the one new token a client fetches), 403
@@ -143,6 +144,8 @@ pub struct SalesforceState {
     pub query_refusal: Option<&'static str>,
     /// How many times the org's assignment rules ran on each Lead (by external ID).
     pub assignments: BTreeMap<String, usize>,
+    /// The assignment rule a save named by its ID (`Sforce-Auto-Assign: 01Q...`), by Lead.
+    pub assignment_rules: BTreeMap<String, String>,
     /// Upserts in progress, by the ID as the field compares it.
     in_flight: BTreeSet<String>,
 }
@@ -349,6 +352,7 @@ fn serve_api(
     let headers = Headers {
         duplicate_rule: request.header("sforce-duplicate-rule-header").map(str::to_owned),
         assign: request.header("sforce-auto-assign").is_none_or(|v| !v.eq_ignore_ascii_case("false")),
+        rule: request.header("sforce-auto-assign").filter(|v| v.starts_with("01Q")).map(str::to_owned),
     };
     let collection = format!("/services/data/v{version}/composite/sobjects/Lead/{field}");
     if request.method == "PATCH" && request.path.eq_ignore_ascii_case(&collection) {
@@ -399,6 +403,8 @@ struct Headers {
     duplicate_rule: Option<String>,
     /// Whether assignment rules run (`Sforce-Auto-Assign` absent or not `FALSE`).
     assign: bool,
+    /// The rule named by its ID, when the header names one (not `TRUE`).
+    rule: Option<String>,
 }
 
 /// How a save treats a Lead that holds the external ID already.
@@ -662,6 +668,9 @@ fn upsert_record(
     state.in_flight.remove(&key);
     if headers.assign {
         *state.assignments.entry(id.clone()).or_default() += 1;
+        if let Some(rule) = &headers.rule {
+            state.assignment_rules.insert(id.clone(), rule.clone());
+        }
     }
     // Looked up again: the test may have changed the org during the hold.
     match state.matching(&id) {

@@ -14,6 +14,11 @@ use crate::sink::http::{classify_status, transport_error};
 /// API, "Duplicate Rule Header"; `allowSave` is false when the header is absent).
 pub const DUPLICATE_RULE_HEADER: (&str, &str) = ("Sforce-Duplicate-Rule-Header", "allowSave=true");
 
+/// The header that says whether (and by which rule) the org's assignment rules run on a create
+/// (Salesforce REST API, "Assignment Rule Header": `TRUE`, `FALSE` or a rule's ID; absent is
+/// `TRUE`).
+pub const AUTO_ASSIGN_HEADER: &str = "Sforce-Auto-Assign";
+
 /// A Salesforce org reached through a connected app's client credentials.
 pub struct Salesforce {
     pub(super) client: reqwest::Client,
@@ -127,6 +132,11 @@ impl Salesforce {
             .bearer_auth(&session.token)
             .header(DUPLICATE_RULE_HEADER.0, DUPLICATE_RULE_HEADER.1)
             .json(body);
+        // The org's assignment rules on each new Lead, as the mapping says (absent: TRUE).
+        let request = match &self.mapping.assignment {
+            Some(value) => request.header(AUTO_ASSIGN_HEADER, value),
+            None => request,
+        };
         let response = request.send().await.map_err(|e| transport_error(&e))?;
         self.note_usage(response.headers());
         Ok(response)

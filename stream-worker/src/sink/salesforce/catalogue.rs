@@ -210,7 +210,7 @@ mod tests {
             fields.iter().enumerate().map(|(i, (a, f))| Link { answer: (*a).into(), field: (*f).into(), line: i + 2 });
         let constants = constants.iter().map(|(f, v)| Constant { field: (*f).into(), value: v.clone(), line: 20 });
         let map = ProfileMap { fields: fields.collect(), constants: constants.collect(), forms: vec![] };
-        FieldMapping { profiles: vec![(Profile::Tally, map)] }
+        FieldMapping { profiles: vec![(Profile::Tally, map)], assignment: None }
     }
 
     #[test]
