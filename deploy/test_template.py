@@ -207,9 +207,9 @@ class StreamWorker(unittest.TestCase):
         self.assertEqual(TEMPLATE["Parameters"]["Architecture"]["Default"], "arm64")
         self.assertEqual(self.props["Architectures"], [{"Ref": "Architecture"}])
         self.assertIsInstance(self.props["MemorySize"], int)
-        # The worst batch (HubSpot's, six calls and the receipt updates: 71 s; Salesforce's
-        # 71 s) fits, with the start-up check (docs/sinks.md asks for at least 80 s).
-        self.assertGreaterEqual(self.props["Timeout"], 80)
+        # The worst record (Salesforce's, eight calls and the receipt updates: 91 s; HubSpot's
+        # batch 71 s) fits, with the start-up check (docs/sinks.md asks for at least 100 s).
+        self.assertGreaterEqual(self.props["Timeout"], 100)
         env = self.props["Environment"]["Variables"]
         self.assertEqual(env["SINK_SECRET_ARN"], {"Ref": "SinkSecretArn"})
         for name in env:

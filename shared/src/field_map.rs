@@ -107,11 +107,28 @@ impl Mapped {
         self.values.iter().any(|(name, _)| name.eq_ignore_ascii_case(field))
     }
 
+    /// Leaves `fields` out (those it writes), each for `why`: their answers are no longer
+    /// shown, so they go back to the record's notes.
+    pub fn leave_out(&mut self, fields: &[&str], why: Unfit) {
+        let named = |field: &String| fields.iter().any(|f| f.eq_ignore_ascii_case(field));
+        for (field, _) in self.values.iter().filter(|(field, _)| named(field)) {
+            self.left_out.push((field.clone(), why));
+        }
+        self.values.retain(|(field, _)| !named(field));
+        self.shown.retain(|(_, field)| !named(field));
+    }
+
     /// The keys of the answers written whole, but those written to a field in `except`.
     pub fn shown_but(&self, except: &[&str]) -> Vec<String> {
         let kept = |field: &String| !except.iter().any(|e| e.eq_ignore_ascii_case(field));
         self.shown.iter().filter(|(_, field)| kept(field)).map(|(answer, _)| answer.clone()).collect()
     }
+}
+
+/// The mapping of the profile whose receipt key `receipt_key` is, among `maps`.
+pub fn of_key<'a>(maps: &'a [(Profile, TypedMap)], receipt_key: &str) -> Option<&'a TypedMap> {
+    let (profile, _) = Profile::of_key(receipt_key)?;
+    maps.iter().find(|(p, _)| *p == profile).map(|(_, map)| map)
 }
 
 /// The answer `key` names in `lead`: the answer under that key, else a member of an object
@@ -210,7 +227,25 @@ mod tests {
         assert_eq!(mapped.left_out, vec![(String::from("Start__c"), Unfit::NotADate)]);
         assert_eq!(mapped.shown_but(&[]), ["Company size", "Consent", "hidden.utm_source", "email"]);
         assert_eq!(mapped.shown_but(&["consent__C", "Start__c"]), ["Company size", "hidden.utm_source", "email"]);
+        // Left out after the CRM refused them: neither written nor shown, named with why.
+        let mut refused = mapped.clone();
+        refused.leave_out(&["size__c", "Nowhere__c"], Unfit::Refused);
+        assert!(!refused.writes("Size__c") && refused.writes("Consent__c"));
+        assert_eq!(refused.shown_but(&[]), ["Consent", "hidden.utm_source", "email"]);
+        assert_eq!(refused.left_out[1..], [(String::from("Size__c"), Unfit::Refused)]);
         assert!(mapped.writes("leadsource") && !mapped.writes("Start__c"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_receipt_s_profile_chooses_its_mapping() {
+        let maps = vec![
+            (Profile::Tally, TypedMap::default()),
+            (Profile::Typeform, TypedMap { forms: vec![("f".into(), TypedMap::default())], ..TypedMap::default() }),
+        ];
+        assert!(of_key(&maps, &Profile::Typeform.key("f:t")).is_some_and(|m| m.forms.len() == 1));
+        assert!(of_key(&maps, &Profile::Tally.key("r")).is_some_and(|m| m.forms.is_empty()));
+        assert!(of_key(&maps, &Profile::StaticForms.key("s")).is_none());
+        assert!(of_key(&maps, "k").is_none());
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -145,9 +145,10 @@ fn collect(answer: &Json, out: &mut Vec<String>) {
 ///
 /// - Text: the texts joined by `, `, within the length.
 /// - Number, Integer: one number (JSON, or text such as `-12.50`), within the digits; an
-///   Integer's fraction must be zero.
-/// - Boolean: `true`/`false`, or text `yes`/`no`, `on`/`off`, `1`/`0`, `checked`/`unchecked`
-///   (any case); a ticked checkbox (a list of the options ticked) is `true`.
+///   Integer's fraction must be zero, and it is written without one.
+/// - Boolean: `true`/`false`, or text `yes`/`no`, `y`/`n`, `on`/`off`, `1`/`0`,
+///   `checked`/`unchecked` (any case), also as a choice's one option; a ticked checkbox (a list
+///   of the options ticked, with other labels) is `true`.
 /// - Date: `YYYY-MM-DD`, a real day. DateTime: RFC 3339 (`2026-12-07T10:30:00Z`, an offset,
 ///   seconds' fractions), or a date as its midnight UTC.
 /// - Choice: one text matched to an option's label or value (any case): the option's value; in
@@ -164,9 +165,12 @@ pub fn convert(answer: &Json, field: &FieldType) -> Result<Option<Json>, Unfit> 
     let value = match field.kind {
         Kind::Text => Json::String(texts.join(", ")),
         Kind::Number | Kind::Integer => Json::Number(number(one()?, field)?),
-        Kind::Boolean => match answer {
-            Json::Array(_) | Json::Object(_) => Json::Bool(true),
-            _ => Json::Bool(boolean(one()?)?),
+        // A yes or a no, also as a choice's one option (`["No"]`); a box ticked with another
+        // label (`["I agree"]`) is a yes.
+        Kind::Boolean => match (one().map(boolean), answer) {
+            (Ok(Ok(yes)), _) => Json::Bool(yes),
+            (_, Json::Array(_) | Json::Object(_)) => Json::Bool(true),
+            _ => return Err(Unfit::NotABoolean),
         },
         Kind::Date => Json::String(date(one()?).ok_or(Unfit::NotADate)?),
         Kind::DateTime => Json::String(date_time(one()?).ok_or(Unfit::NotADateTime)?),
@@ -185,19 +189,31 @@ pub fn convert(answer: &Json, field: &FieldType) -> Result<Option<Json>, Unfit> 
 
 /// A number's text as a JSON number within the field's digits.
 fn number(text: &str, field: &FieldType) -> Result<Number, Unfit> {
-    let plain = text.strip_prefix('+').unwrap_or(text);
+    let plain = text.strip_prefix('+').filter(|rest| !rest.starts_with('-')).unwrap_or(text);
     // JSON's syntax (no exponent needed by a form, no `1,000`), so the CRM reads it as sent.
     let number = Number::parse(plain).filter(|_| !plain.contains(['e', 'E'])).ok_or(Unfit::NotANumber)?;
     let decimal = Decimal::parse(number.as_str()).ok_or(Unfit::NotANumber)?;
+    // A double holds 15 significant digits exactly; more would be rounded on the way.
+    if decimal.digits.len() > MAX_DIGITS {
+        return Err(Unfit::OutOfRange);
+    }
     let whole = whole_digits(&decimal);
     if field.whole_digits.is_some_and(|max| whole > max) {
         return Err(Unfit::OutOfRange);
     }
-    if field.kind == Kind::Integer && fraction_digits(&decimal) > 0 {
-        return Err(Unfit::OutOfRange);
+    if field.kind == Kind::Integer {
+        if fraction_digits(&decimal) > 0 {
+            return Err(Unfit::OutOfRange);
+        }
+        // A whole number written as one (`42`, not `42.0`).
+        let whole = number.as_str().split('.').next().unwrap_or_default();
+        return Number::parse(whole).ok_or(Unfit::NotANumber);
     }
     Ok(number)
 }
+
+/// The most significant digits a number may have (a double's 15, which JSON readers use).
+pub const MAX_DIGITS: usize = 15;
 
 /// How many digits a number has before its point (none for `0.5`).
 fn whole_digits(decimal: &Decimal) -> usize {
@@ -245,35 +261,45 @@ pub fn date(text: &str) -> Option<String> {
         2 => 28,
         _ => return None,
     };
-    (year >= 1 && (1..=days).contains(&day)).then(|| String::from(text))
+    ((MIN_YEAR..=MAX_YEAR).contains(&year) && (1..=days).contains(&day)).then(|| String::from(text))
 }
 
-/// An RFC 3339 date-time (`T` or a space between; `Z` or `±HH:MM`; seconds optional, with any
-/// fraction), written with `T`; a date alone is its midnight UTC.
+/// The first year a date may have (Salesforce's dates run from 1700-01-01 to 4000-12-31).
+pub const MIN_YEAR: u32 = 1700;
+/// The last year a date may have.
+pub const MAX_YEAR: u32 = 4000;
+
+/// A date and time: `YYYY-MM-DD`, `T` (or a space), `HH:MM`, optional `:SS` with an optional
+/// fraction, and `Z` or `±HH:MM`; a date alone is its midnight UTC. Written as Salesforce's
+/// REST API documents its date-times (and RFC 3339 needs): `YYYY-MM-DDTHH:MM:SS`, the fraction
+/// cut to milliseconds, `Z` or the offset.
 pub fn date_time(text: &str) -> Option<String> {
     let day = text.get(..10).and_then(date)?;
     if text.len() == 10 {
         return Some(alloc::format!("{day}T00:00:00Z"));
     }
-    let rest = text.get(10..)?;
-    let rest = rest.strip_prefix(['T', 't', ' '])?;
-    let (clock, zone) = match rest.find(['Z', 'z', '+', '-']) {
-        Some(at) => rest.split_at(at),
-        None => return None,
-    };
+    let rest = text.get(10..)?.strip_prefix(['T', 't', ' '])?;
+    let (clock, zone) = rest.split_at(rest.find(['Z', 'z', '+', '-'])?);
     let two = |part: &str, max: u32| {
         part.len() == 2 && part.bytes().all(|c| c.is_ascii_digit()) && part.parse::<u32>().is_ok_and(|n| n <= max)
     };
     let mut parts = clock.splitn(3, ':');
-    let (hours, minutes, seconds) = (parts.next()?, parts.next()?, parts.next());
-    let seconds_ok = seconds.is_none_or(|s| {
-        let (whole, fraction) = s.split_once('.').unwrap_or((s, "0"));
-        two(whole, 60) && !fraction.is_empty() && fraction.bytes().all(|c| c.is_ascii_digit())
-    });
+    let (hours, minutes) = (parts.next()?, parts.next()?);
+    let (seconds, fraction) = match parts.next().map(|s| s.split_once('.').map_or((s, None), |(w, f)| (w, Some(f)))) {
+        None => ("00", String::new()),
+        Some((whole, None)) => (whole, String::new()),
+        Some((whole, Some(digits))) if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) => {
+            (whole, alloc::format!(".{}", &digits[..digits.len().min(3)]))
+        }
+        Some(_) => return None,
+    };
     let zone_ok = zone.eq_ignore_ascii_case("z")
         || zone.get(1..).and_then(|z| z.split_once(':')).is_some_and(|(h, m)| two(h, 23) && two(m, 59));
-    let ok = two(hours, 23) && two(minutes, 59) && seconds_ok && zone_ok;
-    ok.then(|| alloc::format!("{day}T{}", &text[11..]))
+    if !(two(hours, 23) && two(minutes, 59) && two(seconds, 59) && zone_ok) {
+        return None;
+    }
+    let zone = if zone.eq_ignore_ascii_case("z") { "Z" } else { zone };
+    Some(alloc::format!("{day}T{hours}:{minutes}:{seconds}{fraction}{zone}"))
 }
 
 /// The option `text` names (by its label or value, in any case), as its value; other text
@@ -345,9 +371,14 @@ mod tests {
             assert_eq!(run(bad, &number), Err(Unfit::NotANumber), "{bad}");
         }
         assert_eq!(run("[\"1\",\"2\"]", &number), Err(Unfit::SeveralValues));
+        assert_eq!(run("\"+-7\"", &number), Err(Unfit::NotANumber));
+        let unlimited = FieldType::of(Kind::Number);
+        assert_eq!(run("\"123456789012.345\"", &unlimited), Ok(Some("123456789012.345".into())));
+        assert_eq!(run("\"1234567890123.456\"", &unlimited), Err(Unfit::OutOfRange), "16 digits");
         let integer = FieldType::of(Kind::Integer);
         assert_eq!(run("\"42\"", &integer), Ok(Some("42".into())));
-        assert_eq!(run("\"42.0\"", &integer), Ok(Some("42.0".into())));
+        assert_eq!(run("\"42.0\"", &integer), Ok(Some("42".into())));
+        assert_eq!(run("\"-7.00\"", &integer), Ok(Some("-7".into())));
         assert_eq!(run("\"42.5\"", &integer), Err(Unfit::OutOfRange));
         assert_eq!(run("\"4200\"", &integer), Ok(Some("4200".into())));
     }
@@ -361,6 +392,11 @@ mod tests {
             assert_eq!(run(answer, &boolean), Ok(Some(expected.to_string())), "{answer}");
         }
         assert_eq!(run("[\"I agree to be contacted\"]", &boolean), Ok(Some("true".into())));
+        // A choice of yes or no is its answer, never a tick.
+        assert_eq!(run("[\"No\"]", &boolean), Ok(Some("false".into())));
+        assert_eq!(run("{\"label\":\"no\",\"ref\":\"r\"}", &boolean), Ok(Some("false".into())));
+        assert_eq!(run("[\"Yes\"]", &boolean), Ok(Some("true".into())));
+        assert_eq!(run("[\"A\",\"B\"]", &boolean), Ok(Some("true".into())));
         assert_eq!(run("\"maybe\"", &boolean), Err(Unfit::NotABoolean));
     }
 
@@ -368,20 +404,48 @@ mod tests {
     fn dates_are_real_days_and_date_times_carry_their_offset() {
         let day = FieldType::of(Kind::Date);
         assert_eq!(run("\"2024-02-29\"", &day), Ok(Some("\"2024-02-29\"".into())));
-        for bad in
-            ["\"2023-02-29\"", "\"2026-13-01\"", "\"2026-04-31\"", "\"07/12/2026\"", "\"2026-1-7\"", "\"0000-01-01\""]
-        {
+        for bad in [
+            "\"2023-02-29\"",
+            "\"2026-13-01\"",
+            "\"2026-04-31\"",
+            "\"07/12/2026\"",
+            "\"2026-1-7\"",
+            "\"2026-00-10\"",
+            "\"2026-01-00\"",
+        ] {
             assert_eq!(run(bad, &day), Err(Unfit::NotADate), "{bad}");
         }
+        // Salesforce's years only: 1700 to 4000.
+        assert_eq!(run("\"1700-01-01\"", &day), Ok(Some("\"1700-01-01\"".into())));
+        assert_eq!(run("\"4000-12-31\"", &day), Ok(Some("\"4000-12-31\"".into())));
+        assert_eq!(run("\"1699-12-31\"", &day), Err(Unfit::NotADate));
+        assert_eq!(run("\"4001-01-01\"", &day), Err(Unfit::NotADate));
+        // Written as Salesforce documents date-times: seconds always, milliseconds at most, Z.
         let at = FieldType::of(Kind::DateTime);
-        assert_eq!(run("\"2026-12-07\"", &at), Ok(Some("\"2026-12-07T00:00:00Z\"".into())));
-        assert_eq!(run("\"2026-12-07 10:30:00.250+01:00\"", &at), Ok(Some("\"2026-12-07T10:30:00.250+01:00\"".into())));
-        assert_eq!(run("\"2026-12-07T10:30Z\"", &at), Ok(Some("\"2026-12-07T10:30Z\"".into())));
+        for (answer, written) in [
+            ("2026-12-07", "2026-12-07T00:00:00Z"),
+            ("2026-12-07 10:30:00.250+01:00", "2026-12-07T10:30:00.250+01:00"),
+            ("2026-12-07T10:30Z", "2026-12-07T10:30:00Z"),
+            ("2026-12-07t10:30:59.123456z", "2026-12-07T10:30:59.123Z"),
+            ("2026-12-07T10:30:05-05:30", "2026-12-07T10:30:05-05:30"),
+        ] {
+            assert_eq!(
+                run(&alloc::format!("\"{answer}\""), &at),
+                Ok(Some(alloc::format!("\"{written}\""))),
+                "{answer}"
+            );
+        }
         for bad in [
             "\"2026-12-07T24:00:00Z\"",
             "\"2026-12-07T10:30:00\"",
             "\"2026-12-07T10:30:00+1:00\"",
             "\"2026-12-07T10:30:00.Z\"",
+            "\"2026-12-07T10:30:60Z\"",
+            "\"2026-12-07T10:60Z\"",
+            "\"2026-12-07T10:30:00+24:00\"",
+            "\"2026-12-07T10:30:00+01:60\"",
+            "\"2026-12-07X10:30:00Z\"",
+            "\"1699-12-31T10:30:00Z\"",
         ] {
             assert_eq!(run(bad, &at), Err(Unfit::NotADateTime), "{bad}");
         }

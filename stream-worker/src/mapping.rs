@@ -56,6 +56,10 @@ struct ProfileTable {
     assignment: Option<Spanned<String>>,
 }
 
+/// The profiles whose payloads name the form (`Lead::form`): Tally's `formId`, Typeform's
+/// `form_id`.
+const FORM_PROFILES: [Profile; 2] = [Profile::Tally, Profile::Typeform];
+
 /// The table of the Salesforce sink's own settings.
 const SALESFORCE: &str = "salesforce";
 
@@ -127,6 +131,12 @@ pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
         let mut map = read_map(profile.name(), table.fields, table.constants, &error, &line)?;
         for (form, table) in table.forms {
             let at = form.span().start;
+            if !FORM_PROFILES.contains(&profile) {
+                return Err(error(
+                    at,
+                    format!("[{}.forms]: only tally and typeform deliveries name their form", profile.name()),
+                ));
+            }
             if form.get_ref().trim().is_empty() {
                 return Err(error(at, format!("[{}.forms]: a form's ID is empty", profile.name())));
             }
@@ -281,6 +291,8 @@ mod tests {
         assert!(error.starts_with("LEAD_MAPPING line 2: [tally.fields]: an answer's key is empty"), "{error}");
         let error = refused("[tally.forms.f1.fields]\na = \"B__c\"\n\"\" = \"C__c\"\n");
         assert!(error.starts_with("LEAD_MAPPING line 3: [tally.forms.f1.fields]: an answer's key is empty"), "{error}");
+        let error = refused("[webflow.forms.f1.fields]\na = \"B__c\"\n");
+        assert!(error.starts_with("LEAD_MAPPING line 1: [webflow.forms]: only tally and typeform"), "{error}");
         let error = refused("[tally.forms.f1]\nforms = {}\n");
         assert!(error.starts_with("LEAD_MAPPING line 2: unknown field `forms`"), "{error}");
     }

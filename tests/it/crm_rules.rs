@@ -412,7 +412,7 @@ async fn salesforce_a_record_makes_at_most_its_budget_s_calls() {
     }
     // Its replay after an expired session: a 401, a new token, the create refused for the
     // email, the create without it refused as a duplicate, the query: within the budget's
-    // seven calls.
+    // eight calls.
     standin.expire_tokens();
     let calls = || {
         let state = standin.state.lock().unwrap();

@@ -152,6 +152,76 @@ async fn salesforce_a_value_the_org_refuses_after_the_start_costs_that_field_nev
 }
 
 #[tokio::test]
+async fn salesforce_a_required_field_the_org_refuses_from_the_mapping_gets_its_default_back() {
+    let standin = org();
+    // A validation rule shown at LastName refuses a comma in it.
+    standin.state.lock().unwrap().field_rule = Some(("LastName", ','));
+    let sink =
+        mapped_sink(&standin, &format!("{MAPPING}[typeform.forms.lT4Z3j.fields]\ninterests = \"LastName\"\n")).await;
+    sink.check_configuration().await.unwrap();
+    let (profile, lead) = &leads("last")[1];
+    sink.upsert(lead, &receipt_key(*profile, lead)).await.unwrap();
+    let state = standin.state.lock().unwrap();
+    let record = &state.leads[&lead.external_id];
+    assert_eq!(
+        (record["LastName"].as_str(), record["Size__c"].as_str()),
+        (Some("Lovelace"), Some("11-50")),
+        "{record}"
+    );
+    // The answer refused as the last name is still in its own field.
+    assert_eq!(record["Interests__c"], "engines;poetry", "{record}");
+}
+
+#[tokio::test]
+async fn salesforce_a_field_s_type_or_visibility_changed_after_the_start_never_fails_a_lead() {
+    let standin = org();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    sink.check_configuration().await.unwrap();
+    let leads = leads("changed");
+    let keys: Vec<String> = leads.iter().map(|(profile, lead)| receipt_key(*profile, lead)).collect();
+    let items: Vec<BatchItem> =
+        leads.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+    // Start__c becomes a number: the date fails the reading of the whole call
+    // (JSON_PARSER_ERROR), so the collection goes once more without its mapped fields, and the
+    // describe is read again before the next.
+    standin.state.lock().unwrap().org_fields[2].ty = "double";
+    for result in sink.upsert_batch(&items[..2], None).await {
+        result.unwrap();
+    }
+    {
+        let state = standin.state.lock().unwrap();
+        let record = &state.leads[&leads[0].1.external_id];
+        assert_eq!((record.get("Size__c"), record.get("Start__c")), (None, None), "{record}");
+        assert!(record["Description"].as_str().unwrap().contains(": 11-50"), "{record}");
+    }
+    // The next Lead has the new type: the date is left out before sending, the rest written.
+    sink.upsert(items[2].lead, items[2].receipt_key).await.unwrap();
+    {
+        let state = standin.state.lock().unwrap();
+        let record = &state.leads[&leads[2].1.external_id];
+        assert_eq!((record["Size__c"].as_str(), record.get("Start__c")), (Some("11-50"), None), "{record}");
+    }
+    // A mapped field hidden from the integration user: the whole call is INVALID_FIELD. Retried
+    // (never FAILED) while the mapping names it; once it is visible again, written, Phone too.
+    let more = tests::forms::leads("hidden");
+    let (profile, lead) = &more[2];
+    let key = receipt_key(*profile, lead);
+    standin.state.lock().unwrap().hidden_fields.insert("Consent__c");
+    let retried = |reason| Err(SinkError::Retryable { reason, retry_after: None });
+    assert_eq!(sink.upsert(lead, &key).await, retried("sink_config_invalid"));
+    assert_eq!(sink.upsert(lead, &key).await, retried("sink_mapping_refused"));
+    standin.state.lock().unwrap().hidden_fields.clear();
+    sink.upsert(lead, &key).await.unwrap();
+    let state = standin.state.lock().unwrap();
+    let record = &state.leads[&lead.external_id];
+    assert_eq!(
+        (record["Consent__c"].as_bool(), record["Phone"].as_str()),
+        (Some(true), Some("+442079460000")),
+        "{record}"
+    );
+}
+
+#[tokio::test]
 async fn salesforce_a_mapping_naming_a_field_the_org_lacks_or_cannot_take_refuses_to_start() {
     let standin = org();
     let refused = |mapping: &'static str| {
@@ -250,6 +320,19 @@ async fn the_mapping_check_command_prints_the_fields_and_fails_on_any_problem() 
         ),
         "{stdout}"
     );
+    // The whole start-up check runs: a warning is a first line, no mapping says so.
+    standin.state.lock().unwrap().required_fields.insert("Region__c");
+    let output = mapping_check(&standin, "");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("note: Salesforce's Lead: the org requires \"Region__c\""), "{stdout}");
+    assert_eq!(lines[1..], ["no LEAD_MAPPING: every profile gets the default fields (docs/mapping.md)"]);
+    standin.state.lock().unwrap().field_not_unique = true;
+    let output = mapping_check(&standin, MAPPING);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("is not Unique"), "{stderr}");
+    standin.state.lock().unwrap().field_not_unique = false;
     for (mapping, expected) in [
         ("[tally.fields]\nsize = \"Size_c\"\n", "line 2 ([tally]): the Lead field \"Size_c\" does not exist"),
         ("[tally.fields]\nsize = \"Size__c\n", "line 2: "),

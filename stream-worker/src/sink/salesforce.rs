@@ -19,6 +19,12 @@
 //! action is Alert (the standard Lead rule's) would otherwise refuse a person's second
 //! submission through the API (`DUPLICATES_DETECTED`); rules whose action is Block still block.
 //!
+//! With a lead mapping (`LEAD_MAPPING`, [`catalogue`], [`mapped`]), the answers it names go to
+//! typed Lead fields, checked against the Lead's describe at start (or before the first create
+//! when the start could not read it, and again after a call refused for a field's type or a
+//! field gone); a value that does not fit, or that Salesforce refuses naming the field, costs
+//! that field only and stays in `Description`.
+//!
 //! Refusals are read by their error codes ([`refusals`]): passing conditions (row locks, two
 //! creates of one ID at once, the org's request limit) and the org's setup (required fields,
 //! validation rules, field-level security, Block duplicate rules, automation) are retried,
@@ -41,6 +47,7 @@ pub mod catalogue;
 pub mod lead;
 pub mod limits;
 pub mod lookup;
+pub mod mapped;
 pub mod refusals;
 
 pub use api::{classify_answer, Login, Salesforce, AUTO_ASSIGN_HEADER, DUPLICATE_RULE_HEADER};
@@ -63,10 +70,24 @@ impl Salesforce {
 
     /// Each mapped field with its type and what it takes (`stream-worker mapping check`), or
     /// what is wrong.
+    ///
+    /// The whole start-up check runs first: what the worker would refuse to start with is an
+    /// error, what it would only warn of is a first line (`note: ...`).
     pub async fn mapping_lines(&self) -> Result<Vec<String>, CheckError> {
+        let mut lines = Vec::new();
+        match self.check_configuration().await {
+            Ok(()) => {}
+            Err(CheckError::Doubtful(text)) => lines.push(format!("note: {text}")),
+            Err(problem) => return Err(problem),
+        }
+        if self.mapping.is_empty() {
+            lines.push(String::from("no LEAD_MAPPING: every profile gets the default fields (docs/mapping.md)"));
+            return Ok(lines);
+        }
         let fields = self.describe().await?;
         let typed = catalogue::resolve(&self.mapping, &fields, self.field()).map_err(CheckError::Wrong)?;
-        Ok(catalogue::describe_lines(&typed, &fields))
+        lines.extend(catalogue::describe_lines(&typed, &fields));
+        Ok(lines)
     }
 
     /// What the sink sends for `lead` (of the receipt `receipt_key`), without sending it: the
@@ -79,14 +100,9 @@ impl Salesforce {
             other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
         })?;
         let item = [super::contract::BatchItem { lead, receipt_key }];
-        let mapped = batch::mapped(&item, typed.as_deref()).pop().unwrap_or_default();
+        let mapped = mapped::mapped(&item, typed.as_deref()).pop().unwrap_or_default();
         let record = batch::record(lead, self.field(), self.phone_writable(), &mapped);
-        let left_out: Vec<serde_json::Value> = mapped
-            .left_out
-            .iter()
-            .map(|(field, unfit)| serde_json::json!({"field": field, "reason": unfit.reason()}))
-            .collect();
-        Ok(serde_json::json!({"record": record, "fieldsLeftOut": left_out}))
+        Ok(serde_json::json!({"record": record, "fieldsLeftOut": mapped::left_out(&mapped)}))
     }
 
     /// The mapping typed by the org's describe: read once (by the start-up check, or here when
@@ -102,6 +118,8 @@ impl Salesforce {
             reason: if matches!(e, CheckError::Unreachable(_)) { "sink_unavailable" } else { "sink_config_invalid" },
             retry_after: None,
         })?;
+        // The describe read again (the org's fields changed) says again whether Phone is written.
+        self.phone.store(writable(&fields, "Phone"), std::sync::atomic::Ordering::Relaxed);
         let typed = catalogue::resolve(&self.mapping, &fields, self.field())
             .map_err(|_| SinkError::Retryable { reason: "sink_mapping_refused", retry_after: None })?;
         let typed = std::sync::Arc::new(typed);
@@ -159,16 +177,19 @@ const ALWAYS_FILLED: [&str; 2] = ["LastName", "Company"];
 /// refused `REQUIRED_FIELD_MISSING` and retried as `sink_org_required_field`: the worker
 /// starts, and says so ([`CheckError::Doubtful`]).
 ///
-/// A field the mapping fills with a constant for every profile it names counts as filled; one
-/// it fills from an answer does not (the answer may be blank or not fit).
+/// A field the mapping fills with a constant for every sender profile counts as filled; one it
+/// fills from an answer does not (the answer may be blank or not fit), nor one a constant fills
+/// for some profiles only.
 pub fn check_required(
     fields: &[serde_json::Value],
     external_id_field: &str,
     mapping: &FieldMapping,
 ) -> Result<(), CheckError> {
     let is = |f: &serde_json::Value, property: &str, value: bool| f[property] == serde_json::Value::Bool(value);
+    // A constant fills the field only when every profile has it: the Leads of a profile the
+    // mapping does not name get none.
     let constant = |name: &str| {
-        !mapping.is_empty()
+        mapping.profiles.len() == shared::profile::Profile::ALL.len()
             && mapping.profiles.iter().all(|(_, map)| map.constants.iter().any(|c| c.field.eq_ignore_ascii_case(name)))
     };
     let filled = |name: &str| {
@@ -274,14 +295,22 @@ mod tests {
         };
         assert!(text.contains("requires \"Region__c\", \"Tier__c\" on every new Lead"), "{text}");
         assert!(!text.contains("OwnerId") && !text.contains("Formula__c"), "{text}");
-        // A constant of the mapping fills one; an answer mapped to the other may be blank.
-        let mapping =
-            crate::mapping::parse("[tally.constants]\nregion__c = \"EU\"\n[tally.fields]\ntier = \"Tier__c\"\n", "m")
-                .unwrap();
+        // A constant of every profile's fills one; an answer mapped to the other may be blank.
+        let every: String = shared::profile::Profile::ALL
+            .iter()
+            .map(|p| format!("[{0}.constants]\nregion__c = \"EU\"\n[{0}.fields]\ntier = \"Tier__c\"\n", p.name()))
+            .collect();
+        let mapping = crate::mapping::parse(&every, "m").unwrap();
         let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c", &mapping) else {
             panic!("must name it")
         };
         assert!(text.contains("requires \"Tier__c\" on every new Lead"), "{text}");
+        // A constant of one profile's leaves the others' Leads without it.
+        let tally = crate::mapping::parse("[tally.constants]\nregion__c = \"EU\"\n", "m").unwrap();
+        let Err(CheckError::Doubtful(text)) = check_required(&required, "Sub__c", &tally) else {
+            panic!("must name them")
+        };
+        assert!(text.contains("requires \"Region__c\", \"Tier__c\" on every new Lead"), "{text}");
     }
 
     #[test]

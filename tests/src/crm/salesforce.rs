@@ -25,7 +25,7 @@
 //! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
 //!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
 //!   exists; `locked` rows are held by another transaction;
-//! - a validation rule on `Phone` (`phone_refusal`);
+//! - a validation rule on `Phone` (`phone_refusal`), and one shown at a field (`field_rule`);
 //! - custom fields the org made Required (`required_fields`): `nillable: false` and
 //!   `defaultedOnCreate: false` in the describe, `REQUIRED_FIELD_MISSING` on a create without;
 //! - the org's setup (`org_refusal`: `REQUIRED_FIELD_MISSING`, `FIELD_CUSTOM_VALIDATION_EXCEPTION`,
@@ -123,6 +123,9 @@ pub struct SalesforceState {
     /// The org's other Lead fields, typed ([`OrgField`]): in the describe, and each value a
     /// save gives one checked as Salesforce checks it.
     pub org_fields: Vec<OrgField>,
+    /// A validation rule whose error shows at a field: a save whose value of that field holds
+    /// this character is refused `FIELD_CUSTOM_VALIDATION_EXCEPTION` naming the field.
+    pub field_rule: Option<(&'static str, char)>,
     /// Addresses the org refuses beyond the format (`INVALID_EMAIL_ADDRESS`), lowercase.
     pub refused_emails: BTreeSet<String>,
     /// Leads that were converted: an update is `CANNOT_UPDATE_CONVERTED_LEAD`.
@@ -326,8 +329,14 @@ fn serve_api(
             .filter(|(name, _)| !state.hidden_fields.contains(name))
             .map(|(name, length)| {
                 let nillable = !["LastName", "Company"].contains(name);
-                json!({"name": name, "externalId": false, "length": length, "createable": true, "updateable": true,
-                    "nillable": nillable, "defaultedOnCreate": false, "custom": false})
+                let ty = match *name {
+                    "Email" => "email",
+                    "Phone" => "phone",
+                    "Description" => "textarea",
+                    _ => "string",
+                };
+                json!({"name": name, "type": ty, "externalId": false, "length": length, "createable": true,
+                    "updateable": true, "nillable": nillable, "defaultedOnCreate": false, "custom": false})
             })
             .collect();
         // Fields the org fills itself: the ID, the owner (assignment rules or the creator), the
@@ -525,6 +534,19 @@ fn collection_save(
         return StubResponse::json(
             400,
             json!([{"errorCode": "INVALID_FIELD", "message": format!("No such column '{name}' on sobject of type Lead")}]),
+        );
+    }
+    // A value not of its field's type fails the reading of the request, before any record.
+    let field_of = |k: &str| org_fields.iter().find(|f| f.name.eq_ignore_ascii_case(k));
+    let misread = records
+        .iter()
+        .filter_map(Value::as_object)
+        .flatten()
+        .find_map(|(k, v)| field_of(k).and_then(|f| f.shape(v).err()));
+    if let Some(ty) = misread {
+        return StubResponse::json(
+            400,
+            json!([{"errorCode": "JSON_PARSER_ERROR", "message": format!("Cannot deserialize instance of {ty} from VALUE_STRING")}]),
         );
     }
     shared.lock().unwrap().collections.push(records.len());
@@ -725,6 +747,11 @@ fn validate(state: &SalesforceState, body: &Value) -> Result<Value, StubResponse
             ));
         }
         fields["Email"] = json!(email.to_lowercase());
+    }
+    if let Some((field, refused)) = state.field_rule {
+        if fields[field].as_str().is_some_and(|v| v.contains(refused)) {
+            return Err(refusal("FIELD_CUSTOM_VALIDATION_EXCEPTION", "The value is not allowed here", &[field]));
+        }
     }
     for required in ["LastName", "Company"] {
         // Salesforce trims text: spaces alone are no value.

@@ -9,9 +9,14 @@
 //!   a multi-select each `;`-separated one: `INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST`;
 //! - a number with more digits before the point than `precision - scale` (`digits` for `int`):
 //!   `NUMBER_OUTSIDE_VALID_RANGE`;
-//! - a value of another type (text for a number, a boolean or a date, a fraction for an `int`,
-//!   a date not `YYYY-MM-DD`): `INVALID_TYPE_ON_FIELD_IN_RECORD`;
 //! - a field that is not `createable`: `INVALID_FIELD_FOR_INSERT_UPDATE`.
+//!
+//! A value of another type (text for a number, anything but `true`/`false` for a checkbox, a
+//! date not `YYYY-MM-DD`, a date-time not `YYYY-MM-DDTHH:MM:SS[.SSS](Z|±HH:MM)`, a list for a
+//! multi-select, a fraction for an `int`) is refused while the request's JSON is read, before
+//! any record: the whole call is 400 `JSON_PARSER_ERROR` ("Cannot deserialize instance of
+//! double from VALUE_STRING ...", as REST clients report it), never an error per record
+//! ([`OrgField::shape`]).
 
 use serde_json::{json, Value};
 
@@ -79,10 +84,33 @@ impl OrgField {
         matches!(self.ty, "double" | "currency" | "percent")
     }
 
-    /// `value` as the org stores it, or the error code and message a save answers.
+    /// Whether `value` reads as this field's type when the request's JSON is read: `Err` with
+    /// the type's name (the whole call is then `JSON_PARSER_ERROR`).
+    pub fn shape(&self, value: &Value) -> Result<(), &'static str> {
+        let ok = match (self.ty, value) {
+            (_, Value::Null) => true,
+            ("boolean", Value::Bool(_)) => true,
+            ("boolean", Value::String(s)) => s == "true" || s == "false",
+            ("double" | "currency" | "percent", Value::Number(_)) => true,
+            ("double" | "currency" | "percent", Value::String(s)) => s.trim().parse::<f64>().is_ok(),
+            ("int", Value::Number(n)) => n.is_i64(),
+            ("int", Value::String(s)) => s.trim().parse::<i64>().is_ok(),
+            ("date", Value::String(s)) => is_date(s),
+            ("datetime", Value::String(s)) => is_date_time(s),
+            (_, Value::String(_)) => self.is_text(),
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(self.ty)
+        }
+    }
+
+    /// `value` (of the right [`OrgField::shape`]) as the org stores it, or the error code and
+    /// message a save answers for its record.
     pub fn check(&self, value: &Value, email_valid: fn(&str) -> bool) -> Result<Value, (&'static str, String)> {
         let name = self.name;
-        let wrong_type = || Err(("INVALID_TYPE_ON_FIELD_IN_RECORD", format!("{name}: value not of required type")));
         if !self.createable {
             return Err(("INVALID_FIELD_FOR_INSERT_UPDATE", format!("Unable to create/update fields: {name}")));
         }
@@ -90,8 +118,7 @@ impl OrgField {
             return Ok(Value::Null);
         }
         if self.is_text() {
-            let Some(text) = value.as_str() else { return wrong_type() };
-            let text = text.trim();
+            let text = value.as_str().unwrap_or_default().trim();
             if text.encode_utf16().count() > self.length {
                 return Err(("STRING_TOO_LONG", format!("{name}: data value too large")));
             }
@@ -108,40 +135,44 @@ impl OrgField {
             }
             return Ok(json!(text));
         }
-        match self.ty {
-            "boolean" => match value {
-                Value::Bool(_) => Ok(value.clone()),
-                Value::String(s) if s == "true" || s == "false" => Ok(json!(s == "true")),
-                _ => wrong_type(),
-            },
-            "double" | "currency" | "percent" | "int" => {
-                let text = match value {
-                    Value::Number(n) => n.to_string(),
-                    Value::String(s) => s.clone(),
-                    _ => return wrong_type(),
-                };
-                let Ok(number) = text.parse::<f64>() else { return wrong_type() };
-                let whole = text.trim_start_matches(['-', '+']).split('.').next().unwrap_or("").trim_start_matches('0');
-                if self.ty == "int" && number.fract() != 0.0 {
-                    return wrong_type();
-                }
-                let room = if self.ty == "int" { self.precision } else { self.precision - self.scale };
-                if whole.len() > room {
-                    return Err(("NUMBER_OUTSIDE_VALID_RANGE", format!("{name}: number outside valid range")));
-                }
-                Ok(value.clone())
+        if matches!(self.ty, "double" | "currency" | "percent" | "int") {
+            let text = match value {
+                Value::String(s) => s.trim().to_owned(),
+                other => other.to_string(),
+            };
+            let whole = text.trim_start_matches(['-', '+']).split('.').next().unwrap_or("").trim_start_matches('0');
+            let room = if self.ty == "int" { self.precision } else { self.precision - self.scale };
+            if whole.len() > room {
+                return Err(("NUMBER_OUTSIDE_VALID_RANGE", format!("{name}: number outside valid range")));
             }
-            "date" => match value.as_str() {
-                Some(day) if is_date(day) => Ok(value.clone()),
-                _ => wrong_type(),
-            },
-            "datetime" => match value.as_str() {
-                Some(at) if at.len() > 10 && is_date(&at[..10]) && at.as_bytes()[10] == b'T' => Ok(value.clone()),
-                _ => wrong_type(),
-            },
-            _ => wrong_type(),
         }
+        Ok(match value {
+            Value::String(s) if self.ty == "boolean" => json!(s == "true"),
+            other => other.clone(),
+        })
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS`, an optional fraction of up to three digits, then `Z` or `±HH:MM`, as
+/// Salesforce's REST API documents date-times.
+fn is_date_time(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| text.get(range).is_some_and(|p| p.bytes().all(|c| c.is_ascii_digit()));
+    if b.len() < 20 || !is_date(&text[..10]) || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return false;
+    }
+    if !(digits(11..13) && digits(14..16) && digits(17..19)) {
+        return false;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let n = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if !(1..=3).contains(&n) {
+            return false;
+        }
+        rest = &fraction[n..];
+    }
+    rest == "Z" || (rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && rest.as_bytes()[3] == b':')
 }
 
 /// `YYYY-MM-DD`, a real day.

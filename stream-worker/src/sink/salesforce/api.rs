@@ -83,6 +83,12 @@ impl Salesforce {
         self
     }
 
+    /// Reads the describe again before the next create (the org's fields changed: a call
+    /// refused for a field it no longer has, or for a value's type).
+    pub(super) fn forget_typed(&self) {
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// Whether the Lead's `Phone` is written ([`Salesforce::phone`]).
     pub(super) fn phone_writable(&self) -> bool {
         self.phone.load(Ordering::Relaxed)

@@ -2,9 +2,10 @@
 //! [`BATCH_SIZE`] Leads in one call, `allOrNone: false`, so each record is saved or refused on
 //! its own. Salesforce answers 200 with one SaveResult per record, in the records' order (its
 //! documented contract; the results carry no external ID to match by), each refusal classified
-//! by its codes ([`super::refusals`]): a record whose email Salesforce refuses goes once more
-//! without `Email`, in a second call with the others refused for it, and one whose phone the
-//! org's field setup refuses without `Phone` (a whole call refused so: every record without it).
+//! by its codes ([`super::refusals`]): a record whose values Salesforce refuses (its email, its
+//! phone, fields the lead mapping filled: [`super::mapped`]) goes once more without them, in a
+//! second call with the others refused for theirs, twice at most (a whole call refused for the
+//! phone, or for a mapped value's type: every record without them).
 //!
 //! Leads are created, never updated: a record refused as a duplicate of its external ID's
 //! value (`DUPLICATE_VALUE`, the field Unique) may be a replay of a submission whose Lead
@@ -14,15 +15,14 @@
 //! another create of the ID not committed yet, retried.
 
 use serde_json::{json, Value};
-use shared::field_map::{apply, Mapped};
+use shared::field_map::Mapped;
 use shared::lead::Lead;
-use shared::profile::Profile;
 use shared::typed::Unfit;
 
 use super::api::{classify_answer, Salesforce};
-use super::catalogue::Typed;
 use super::lead::{self, external_id, fields};
 use super::lookup;
+use super::mapped;
 use super::refusals::{self, Meaning, Refusal};
 use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
@@ -38,36 +38,6 @@ pub fn record(lead: &Lead, field: &str, phone_writable: bool, mapped: &Mapped) -
     with_id(fields(lead, phone_writable, mapped), lead, field)
 }
 
-/// Each item's lead through its profile's mapping (none: the default fields only).
-pub fn mapped(items: &[BatchItem<'_>], typed: Option<&Typed>) -> Vec<Mapped> {
-    let map = |key: &str| {
-        let profile = Profile::of_key(key).map(|(profile, _)| profile)?;
-        typed?.iter().find(|(p, _)| *p == profile).map(|(_, map)| map)
-    };
-    items.iter().map(|item| map(item.receipt_key).map(|m| apply(item.lead, m)).unwrap_or_default()).collect()
-}
-
-/// Logs [`left_out_line`], when there is one.
-fn log_left_out(lead: &Lead, mapped: &Mapped) {
-    if let Some(line) = left_out_line(lead, mapped) {
-        eprintln!("{line}");
-    }
-}
-
-/// The log line of a Lead created without some mapped fields: the submission, and each field
-/// left out with why, never its value (the value is in the Lead's `Description`).
-pub fn left_out_line(lead: &Lead, mapped: &Mapped) -> Option<String> {
-    if mapped.left_out.is_empty() {
-        return None;
-    }
-    let fields: Vec<Value> =
-        mapped.left_out.iter().map(|(field, unfit)| json!({"field": field, "reason": unfit.reason()})).collect();
-    Some(
-        json!({"submissionId": lead.external_id, "action": "sink_fields_left_out", "fieldsLeftOut": fields})
-            .to_string(),
-    )
-}
-
 fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
     fields["attributes"] = json!({"type": "Lead"});
     fields[field] = json!(external_id(&lead.external_id));
@@ -78,11 +48,9 @@ fn with_id(mut fields: Value, lead: &Lead, field: &str) -> Value {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Saved(Result<(), SinkError>),
-    /// Refused for this field's value (`Email`, or maybe `Phone`): send it again without.
-    Without(&'static str),
-    /// Refused with errors naming these fields the mapping filled: send it again without them
-    /// (a value the org refuses costs its field, never the lead).
-    WithoutMapped(Vec<String>),
+    /// Refused for these fields' values (`Email`, maybe `Phone`, fields the mapping filled):
+    /// send it again without them (a value the org refuses costs its field, never the lead).
+    Without(Vec<String>),
     /// Refused as a duplicate of the external ID's value, or of another Lead by a duplicate
     /// rule: a Lead may hold the submission already (a replay); [`lookup`] decides, and none
     /// found is retried with this reason.
@@ -103,10 +71,10 @@ fn refusals_of(result: &Value) -> Vec<Refusal> {
         .collect()
 }
 
-/// One SaveResult of `record` (`field`: the external ID field; `mapped`: the fields the
-/// mapping filled), judged by its codes; `None` when no field may be left out any more (the
-/// record was sent twice without some already).
-pub fn outcome(result: &Value, field: &str, record: &Value, mapped: Option<&[String]>) -> Outcome {
+/// One SaveResult of `record` (`field`: the external ID field; `mapped`: what the mapping
+/// filled), judged by its codes; `mapped` is `None` when no field may be left out any more
+/// (the record was sent twice without some already).
+pub fn outcome(result: &Value, field: &str, record: &Value, mapped: Option<&Mapped>) -> Outcome {
     if result["success"] == Value::Bool(true) {
         return Outcome::Saved(Ok(()));
     }
@@ -121,17 +89,19 @@ pub fn outcome(result: &Value, field: &str, record: &Value, mapped: Option<&[Str
         return Outcome::Taken(lookup::DUPLICATE);
     }
     if let Some(mapped) = mapped {
-        let named = |name: &String| errors.iter().any(|e| e.fields.iter().any(|f| f.eq_ignore_ascii_case(name)));
-        let refused: Vec<String> =
-            mapped.iter().filter(|m| record.get(m.as_str()).is_some() && named(m)).cloned().collect();
-        if !refused.is_empty() {
-            return Outcome::WithoutMapped(refused);
+        // Every value refused at once, so a record is sent without them once.
+        let mut left = super::mapped::refused(&errors, record, mapped);
+        let email = |e: &Refusal| {
+            e.code == "INVALID_EMAIL_ADDRESS" && (e.fields.is_empty() || e.fields.iter().any(|f| f == "Email"))
+        };
+        if record.get("Email").is_some() && errors.iter().any(email) && !left.iter().any(|f| f == "Email") {
+            left.push(String::from("Email"));
         }
-        if record.get("Email").is_some() && errors.iter().any(|e| e.code == "INVALID_EMAIL_ADDRESS") {
-            return Outcome::Without("Email");
+        if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) && !left.iter().any(|f| f == "Phone") {
+            left.push(String::from("Phone"));
         }
-        if record.get("Phone").is_some() && refusals::may_be_the_phone(&errors) {
-            return Outcome::Without("Phone");
+        if !left.is_empty() {
+            return Outcome::Without(left);
         }
     }
     match refusals::meaning(400, &errors, field) {
@@ -160,9 +130,8 @@ impl Salesforce {
             Ok(typed) => typed,
             Err(error) => return vec![Err(error); items.len()],
         };
-        let mut mapped = mapped(items, typed.as_deref());
-        let mapped_fields: Vec<Vec<String>> =
-            mapped.iter().map(|m| m.values.iter().map(|(f, _)| f.clone()).collect()).collect();
+        let mut mapped = mapped::mapped(items, typed.as_deref());
+        // How many times each record was sent again without refused values.
         let mut withouts = vec![0u8; items.len()];
         let mut records: Vec<Value> =
             items.iter().zip(&mapped).map(|(item, mapped)| record(item.lead, &field, phone, mapped)).collect();
@@ -181,16 +150,34 @@ impl Salesforce {
             let batch: Vec<&Value> = sending.iter().map(|&i| &records[i]).collect();
             let answers = match self.collection(&json!({"allOrNone": false, "records": batch}), &mut refreshed).await {
                 Ok(answers) if answers.len() == sending.len() => answers,
+                // A value not of its field's type fails the reading of the whole request
+                // (`JSON_PARSER_ERROR`, no record named; a field's type changed since the
+                // describe was read): once more, every record without its mapped fields.
+                Err((_, errors))
+                    if errors.iter().any(|e| e.code == "JSON_PARSER_ERROR")
+                        && sending.iter().any(|&i| withouts[i] < 2 && !mapped[i].values.is_empty()) =>
+                {
+                    self.forget_typed();
+                    for &i in &sending {
+                        let all: Vec<String> = mapped[i].values.iter().map(|(f, _)| f.clone()).collect();
+                        self.leave_out(items[i].lead, &mut records[i], &mut mapped[i], &all, &mut withouts[i]);
+                    }
+                    sending.extend(later);
+                    continue;
+                }
                 // The whole call refused for the org's field setup (a field no longer visible
                 // to the integration user fails the request, not each record): once more, every
-                // record without `Phone`.
+                // record without `Phone`; the describe is read again before the next call (a
+                // mapped field may be the one).
                 Err((_, errors))
                     if refusals::may_be_the_phone(&errors)
-                        && sending.iter().any(|&i| records[i].get("Phone").is_some()) =>
+                        && sending.iter().any(|&i| withouts[i] < 2 && records[i].get("Phone").is_some()) =>
                 {
+                    self.forget_typed();
                     self.note_phone_refused(&errors);
                     for &i in &sending {
-                        records[i] = lead::without(items[i].lead, records[i].take(), &["Phone"], &mapped[i]);
+                        let phone = [String::from("Phone")];
+                        self.leave_out(items[i].lead, &mut records[i], &mut mapped[i], &phone, &mut withouts[i]);
                     }
                     sending.extend(later);
                     continue;
@@ -208,27 +195,19 @@ impl Salesforce {
             for (&i, answer) in sending.iter().zip(&answers) {
                 // Fields are left out twice at most (the record's budget counts two more
                 // creates: [`super::Salesforce::record_budget`]).
-                let droppable = (withouts[i] < 2).then_some(mapped_fields[i].as_slice());
+                let droppable = (withouts[i] < 2).then_some(&mapped[i]);
                 match outcome(answer, &field, &records[i], droppable) {
                     Outcome::Saved(result) => {
                         if result.is_ok() {
-                            log_left_out(items[i].lead, &mapped[i]);
+                            mapped::log_left_out(items[i].lead, &mapped[i]);
                         }
                         results[i] = result;
                     }
                     Outcome::Without(refused) => {
-                        withouts[i] += 1;
-                        if refused == "Phone" {
+                        if refused.iter().any(|f| f == "Phone") {
                             self.note_phone_refused(&refusals_of(answer));
                         }
-                        records[i] = lead::without(items[i].lead, records[i].take(), &[refused], &mapped[i]);
-                        again.push(i);
-                    }
-                    Outcome::WithoutMapped(refused) => {
-                        withouts[i] += 1;
-                        let names: Vec<&str> = refused.iter().map(String::as_str).collect();
-                        records[i] = lead::without(items[i].lead, records[i].take(), &names, &mapped[i]);
-                        mapped[i].left_out.extend(refused.into_iter().map(|f| (f, Unfit::Refused)));
+                        self.leave_out(items[i].lead, &mut records[i], &mut mapped[i], &refused, &mut withouts[i]);
                         again.push(i);
                     }
                     Outcome::Taken(otherwise) => taken.push((i, otherwise)),
@@ -244,6 +223,17 @@ impl Salesforce {
             }
         }
         results
+    }
+
+    /// `record` without the fields `refused` names (their values back in `Description`, the
+    /// mapped ones named in the log); the second time, without every mapped field too, so a
+    /// third refusal is never about a value.
+    fn leave_out(&self, lead: &Lead, record: &mut Value, mapped: &mut Mapped, refused: &[String], withouts: &mut u8) {
+        *withouts += 1;
+        let names = mapped::to_leave_out(refused, mapped, *withouts);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        mapped.leave_out(&names, Unfit::Refused);
+        *record = lead::without(lead, record.take(), &names, mapped);
     }
 
     /// One collection call: the SaveResults, or why the call as a whole failed and the
@@ -275,7 +265,6 @@ impl Salesforce {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::json::Json;
 
     #[test]
     fn a_repeated_external_id_waits_for_the_next_call() {
@@ -296,122 +285,119 @@ mod tests {
     }
 
     #[test]
-    fn the_fields_left_out_are_logged_by_name_and_reason_never_their_values() {
-        let Json::Object(extra) = shared::json::parse(br#"{"Start":"2026-02-30","Size":"Huge"}"#).unwrap() else {
-            unreachable!()
-        };
-        let lead = Lead { external_id: "tally:r1".into(), extra, ..Lead::default() };
-        assert_eq!(left_out_line(&lead, &Mapped::default()), None);
-        let mapped = Mapped {
-            left_out: vec![("Start__c".into(), Unfit::NotADate), ("Size__c".into(), Unfit::Refused)],
-            ..Mapped::default()
-        };
-        let line = left_out_line(&lead, &mapped).unwrap();
-        assert_eq!(
-            line,
-            r#"{"action":"sink_fields_left_out","fieldsLeftOut":[{"field":"Start__c","reason":"not_a_date"},{"field":"Size__c","reason":"refused_by_the_crm"}],"submissionId":"tally:r1"}"#
-        );
-        assert!(!line.contains("2026-02-30") && !line.contains("Huge"));
-    }
-
-    #[test]
     fn each_save_result_is_judged_by_its_codes() {
+        let none = Mapped::default();
         let saved = json!({"id": "00Q1", "success": true, "errors": [], "created": true});
         let (with_email, bare) = (json!({"Email": "a@x"}), json!({}));
-        assert_eq!(outcome(&saved, "F__c", &with_email, Some(&[])), Outcome::Saved(Ok(())));
+        assert_eq!(outcome(&saved, "F__c", &with_email, Some(&none)), Outcome::Saved(Ok(())));
         let refused =
             |code: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": []}]});
         let retry = |reason| Outcome::Saved(Err(SinkError::Retryable { reason, retry_after: None }));
-        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email, Some(&[])), retry("sink_row_locked"));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_email, Some(&none)), retry("sink_row_locked"));
         // The org's setup refusing a create: the submission's Lead may exist all the same (a
         // replay meets the org's rules before the uniqueness check); the query decides, and
         // none found is retried with the setup's reason.
         assert_eq!(
-            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email, Some(&[])),
+            outcome(&refused("FIELD_CUSTOM_VALIDATION_EXCEPTION"), "F__c", &with_email, Some(&none)),
             Outcome::Taken("sink_org_validation_rule")
         );
         assert_eq!(
-            outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email, Some(&[])),
+            outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email, Some(&none)),
             Outcome::Taken("sink_org_required_field")
         );
         // With a phone, the org's field setup may be refusing it: once more without.
         let with_phone = json!({"Phone": "+1 555"});
         for code in ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"] {
-            assert_eq!(outcome(&refused(code), "F__c", &with_phone, Some(&[])), Outcome::Without("Phone"), "{code}");
+            assert_eq!(
+                outcome(&refused(code), "F__c", &with_phone, Some(&none)),
+                Outcome::Without(vec![String::from("Phone")]),
+                "{code}"
+            );
         }
         let naming = |code: &str, field: &str| json!({"success": false, "errors": [{"statusCode": code, "message": "x", "fields": [field]}]});
         assert_eq!(
-            outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone, Some(&[])),
-            Outcome::Without("Phone")
+            outcome(&naming("SOMETHING_NEW", "phone"), "F__c", &with_phone, Some(&none)),
+            Outcome::Without(vec![String::from("Phone")])
         );
         // A rule or a permission naming another field is about that field: the org's.
         assert_eq!(
-            outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone, Some(&[])),
+            outcome(&naming("FIELD_CUSTOM_VALIDATION_EXCEPTION", "Company"), "F__c", &with_phone, Some(&none)),
             Outcome::Taken("sink_org_validation_rule")
         );
         assert_eq!(
-            outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone, Some(&[])),
+            outcome(&naming("INVALID_FIELD_FOR_INSERT_UPDATE", "F__c"), "F__c", &with_phone, Some(&none)),
             Outcome::Taken("sink_org_permissions")
         );
-        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone, Some(&[])), retry("sink_row_locked"));
+        assert_eq!(outcome(&refused("UNABLE_TO_LOCK_ROW"), "F__c", &with_phone, Some(&none)), retry("sink_row_locked"));
         assert_eq!(
-            outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email, Some(&[])),
+            outcome(&refused("CANNOT_UPDATE_CONVERTED_LEAD"), "F__c", &with_email, Some(&none)),
             Outcome::Saved(Ok(()))
         );
         // A duplicate of the external ID's value (named, or no field named): a query decides;
         // of another unique field: the org's.
         let taken = Outcome::Taken("sink_concurrent_upsert");
-        assert_eq!(outcome(&refused("DUPLICATE_VALUE"), "F__c", &with_email, Some(&[])), taken);
-        assert_eq!(outcome(&naming("DUPLICATE_VALUE", "f__C"), "F__c", &with_email, Some(&[])), taken);
+        assert_eq!(outcome(&refused("DUPLICATE_VALUE"), "F__c", &with_email, Some(&none)), taken);
+        assert_eq!(outcome(&naming("DUPLICATE_VALUE", "f__C"), "F__c", &with_email, Some(&none)), taken);
         assert_eq!(
-            outcome(&refused("DUPLICATES_DETECTED"), "F__c", &with_email, Some(&[])),
+            outcome(&refused("DUPLICATES_DETECTED"), "F__c", &with_email, Some(&none)),
             Outcome::Taken("sink_org_duplicate_rule")
         );
         assert_eq!(
-            outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email, Some(&[])),
+            outcome(&naming("DUPLICATE_VALUE", "Badge__c"), "F__c", &with_email, Some(&none)),
             Outcome::Taken("sink_org_unique_field")
         );
         // The lead's own content is never looked for: FAILED.
         assert_eq!(
-            outcome(&naming("STRING_TOO_LONG", "LastName"), "F__c", &with_email, Some(&[])),
+            outcome(&naming("STRING_TOO_LONG", "LastName"), "F__c", &with_email, Some(&none)),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
         assert_eq!(
-            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email, Some(&[])),
-            Outcome::Without("Email")
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email, Some(&none)),
+            Outcome::Without(vec![String::from("Email")])
         );
         assert_eq!(
-            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &bare, Some(&[])),
+            outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &bare, Some(&none)),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" })),
             "already without Email: the lead's"
         );
         assert_eq!(
-            outcome(&refused("SOMETHING_NEW"), "F__c", &with_email, Some(&[])),
+            outcome(&refused("SOMETHING_NEW"), "F__c", &with_email, Some(&none)),
             Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }))
         );
         assert_eq!(
-            outcome(&json!({"success": false}), "F__c", &with_email, Some(&[])),
+            outcome(&json!({"success": false}), "F__c", &with_email, Some(&none)),
             Outcome::Saved(Err(UNEXPECTED)),
             "no errors: retried"
         );
-        // An error naming a field the mapping filled costs that field (any code: a restricted
-        // picklist, a type, a validation rule on it), before the email and the phone.
+        // An error naming a field the mapping filled for its value costs that field, with the
+        // email and the phone refused beside it: all at once.
         let mapped_record = json!({"Size__c": "Huge", "Email": "a@b.co", "Phone": "+1 555"});
-        let mapped = [String::from("Size__c"), String::from("Start__c")];
+        let mapped =
+            Mapped { values: vec![("Size__c".into(), shared::json::Json::string("Huge"))], ..Mapped::default() };
         let picklist = naming("INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST", "size__c");
         assert_eq!(
             outcome(&picklist, "F__c", &mapped_record, Some(&mapped)),
-            Outcome::WithoutMapped(vec![String::from("Size__c")])
+            Outcome::Without(vec![String::from("Size__c")])
         );
-        // Not once it was left out, nor a field it did not fill, nor twice more: the lead's.
+        let both = json!({"success": false, "errors": [
+            {"statusCode": "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST", "message": "x", "fields": ["Size__c"]},
+            {"statusCode": "INVALID_EMAIL_ADDRESS", "message": "x", "fields": ["Email"]}]});
+        assert_eq!(
+            outcome(&both, "F__c", &mapped_record, Some(&mapped)),
+            Outcome::Without(vec![String::from("Size__c"), String::from("Email")])
+        );
+        // Not once it was left out, nor a field it did not fill, nor after two tries: the lead's.
         let rejected = Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }));
         assert_eq!(outcome(&picklist, "F__c", &json!({"Email": "a@b.co"}), Some(&mapped)), rejected);
-        assert_eq!(outcome(&picklist, "F__c", &mapped_record, Some(&[])), rejected);
+        assert_eq!(outcome(&picklist, "F__c", &mapped_record, Some(&none)), rejected);
         assert_eq!(outcome(&picklist, "F__c", &mapped_record, None), rejected);
         assert_eq!(
             outcome(&refused("INVALID_EMAIL_ADDRESS"), "F__c", &with_email, None),
             rejected,
             "left out twice already"
         );
+        // An invalid address of a mapped email field is that field's, not the Lead's Email.
+        let other_email = naming("INVALID_EMAIL_ADDRESS", "Work_Email__c");
+        assert_eq!(outcome(&other_email, "F__c", &with_email, Some(&none)), rejected);
     }
 }

@@ -34,6 +34,8 @@ pub fn field_type(field: &Value) -> Result<FieldType, String> {
         "string" | "textarea" | "phone" | "url" | "encryptedstring" | "email" => Kind::Text,
         "picklist" | "combobox" => Kind::Choice,
         "multipicklist" => Kind::Choices,
+        // A custom Number field with no decimal places is a double of scale 0.
+        "double" if number("scale") == Some(0) => Kind::Integer,
         "double" | "currency" | "percent" => Kind::Number,
         "int" | "long" => Kind::Integer,
         "boolean" => Kind::Boolean,
@@ -93,6 +95,13 @@ fn resolve_map(table: &str, map: &ProfileMap, fields: &[Value], external_id_fiel
         };
         if name.eq_ignore_ascii_case(external_id_field) {
             return Err(at(line, name, "is the external ID field, which the sink fills itself"));
+        }
+        if name.eq_ignore_ascii_case("Description") {
+            return Err(at(
+                line,
+                name,
+                "holds the message and every answer no field holds, which the sink writes itself",
+            ));
         }
         if field["createable"] != Value::Bool(true) {
             return Err(at(
@@ -191,6 +200,8 @@ mod tests {
                 json!({"picklistValues": [{"label": "A", "value": "a", "active": true}]}),
             ),
             yes("Budget__c", "currency", json!({"precision": 8, "scale": 2})),
+            yes("Employees__c", "double", json!({"precision": 6, "scale": 0})),
+            yes("Description", "textarea", json!({"length": 32000})),
             yes("Seats__c", "int", json!({"digits": 4})),
             yes("Start__c", "date", json!({})),
             yes("Consent__c", "boolean", json!({})),
@@ -226,6 +237,7 @@ mod tests {
         assert!(!ty("Topics__c").restricted && !ty("LeadSource").restricted);
         assert_eq!((ty("Budget__c").kind, ty("Budget__c").whole_digits), (Kind::Number, Some(6)));
         assert_eq!((ty("Seats__c").kind, ty("Seats__c").whole_digits), (Kind::Integer, Some(4)));
+        assert_eq!((ty("Employees__c").kind, ty("Employees__c").whole_digits), (Kind::Integer, Some(6)));
         assert_eq!(ty("Start__c").kind, Kind::Date);
         assert_eq!(ty("Consent__c").kind, Kind::Boolean);
         let email = ty("Email");
@@ -253,6 +265,7 @@ mod tests {
         assert!(refused(&[("a", "Score__c")], &[]).contains("\"Score__c\" cannot be set on a new Lead"));
         assert!(refused(&[("a", "OwnerId")], &[]).contains("its type (reference) cannot be written"));
         assert!(refused(&[("a", field)], &[]).contains("is the external ID field"));
+        assert!(refused(&[("a", "description")], &[]).contains("holds the message"));
         let error = refused(&[], &[("Size__c", Json::string("Huge"))]);
         assert_eq!(
             error,

@@ -1,6 +1,6 @@
-//! A lead as a Salesforce Lead record: its fields within Salesforce's lengths (UTF-16 code
-//! units), an email only when Salesforce's rules accept it, and the external ID's value and
-//! path segment.
+//! A lead as a Salesforce Lead record: its default fields and the lead mapping's over them,
+//! within Salesforce's lengths (UTF-16 code units), an email only when Salesforce's rules
+//! accept it, the answers no field shows in `Description`, and the external ID's value.
 
 use serde_json::json;
 use shared::default_fields::{answers_block, name_parts, notes, other_answers, role_text};
@@ -74,9 +74,12 @@ pub fn fields(lead: &Lead, phone_writable: bool, mapped: &Mapped) -> serde_json:
 /// which are cut first so the address stays whole).
 fn described(lead: &Lead, mut fields: serde_json::Value, mapped: &Mapped) -> serde_json::Value {
     let email = lead.email.trim();
-    let note = match fields.get("Email") {
-        None if !email.is_empty() => format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000)),
-        _ => String::new(),
+    // The address as submitted, when `Email` does not hold it (refused, or filled by the
+    // mapping from another answer).
+    let held = fields.get("Email").and_then(|e| e.as_str()).is_some_and(|e| e.eq_ignore_ascii_case(email));
+    let note = match held || email.is_empty() {
+        false => format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000)),
+        true => String::new(),
     };
     let shown = shown_roles(lead, fields.get("Phone").is_some(), mapped);
     let written: Vec<&str> = fields.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
@@ -88,9 +91,15 @@ fn described(lead: &Lead, mut fields: serde_json::Value, mapped: &Mapped) -> ser
 /// `fields` without those `left` out (`Email`, `Phone`, fields the mapping filled), their values
 /// kept in `Description` instead: for values Salesforce refuses, so the Lead is still written
 /// ([`described`]).
+/// A field Salesforce requires (`LastName`, `Company`) left out gets its default back.
 pub fn without(lead: &Lead, mut fields: serde_json::Value, left: &[&str], mapped: &Mapped) -> serde_json::Value {
+    let gone = |name: &str| left.iter().any(|l| l.eq_ignore_ascii_case(name));
     if let Some(object) = fields.as_object_mut() {
-        object.retain(|name, _| !left.contains(&name.as_str()));
+        object.retain(|name, _| !gone(name));
+    }
+    let defaults = self::fields(lead, false, &Mapped::default());
+    for required in ["LastName", "Company"].into_iter().filter(|r| gone(r)) {
+        fields[required] = defaults[required].clone();
     }
     described(lead, fields, mapped)
 }
@@ -296,6 +305,45 @@ mod tests {
         assert!(description.starts_with("Hello\n\nOther answers:\nnotes: nnn"));
         assert!(description.ends_with(&format!("…{CUT_NOTE}\n\n(email as submitted: ada@exa_mple.com)")));
         assert_eq!(description.encode_utf16().count(), 32_000);
+    }
+
+    #[test]
+    fn a_mapped_field_takes_the_place_of_the_default_and_the_role_s_answer_stays_visible() {
+        let lead = lead_with(r#"{"Company":"Analytical Engines","Employer":"Babbage & Co","Phone":"+1 555"}"#);
+        let mapped = Mapped {
+            values: vec![("company".into(), shared::json::Json::string("Babbage & Co"))],
+            shown: vec![("Employer".into(), "company".into())],
+            ..Mapped::default()
+        };
+        let f = super::fields(&lead, true, &mapped);
+        // One Company, the mapping's, spelt as the describe spells it.
+        assert_eq!((f.get("Company"), f["company"].as_str()), (None, Some("Babbage & Co")));
+        let description = f["Description"].as_str().unwrap();
+        assert!(description.contains("Company: Analytical Engines"), "the role's answer is no field's: {description}");
+        assert!(!description.contains("Employer"), "the mapped answer is in its field: {description}");
+        // Refused by the org: Company gets its default back, and the answer is in Description.
+        let mut refused = mapped.clone();
+        refused.leave_out(&["company"], shared::typed::Unfit::Refused);
+        let again = super::without(&lead, f, &["company"], &refused);
+        assert_eq!(again["Company"], "Analytical Engines");
+        let description = again["Description"].as_str().unwrap();
+        assert!(description.contains("Employer: Babbage & Co") && !description.contains("Company:"), "{description}");
+    }
+
+    #[test]
+    fn an_email_the_mapping_replaced_is_kept_as_submitted() {
+        let mut lead = lead_with(r#"{"Work email":"ada@work.example"}"#);
+        lead.email = String::from("ada@example.com");
+        let mapped = Mapped {
+            values: vec![("Email".into(), shared::json::Json::string("ada@work.example"))],
+            shown: vec![("Work email".into(), "Email".into())],
+            ..Mapped::default()
+        };
+        let f = super::fields(&lead, true, &mapped);
+        assert_eq!(f["Email"], "ada@work.example");
+        assert!(f["Description"].as_str().unwrap().ends_with("(email as submitted: ada@example.com)"), "{f}");
+        let same = super::fields(&lead, true, &Mapped::default());
+        assert!(!same["Description"].as_str().unwrap().contains("as submitted"), "{same}");
     }
 
     #[test]
