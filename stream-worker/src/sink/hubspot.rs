@@ -237,6 +237,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_preview_is_the_contact_s_and_the_ticket_s_inputs() {
+        let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("7") };
+        let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "sub_id", tickets);
+        let lead = Lead {
+            external_id: "tally:r1".into(),
+            name: "Ada Lovelace".into(),
+            email: "ada@example.com".into(),
+            ..Lead::default()
+        };
+        let shown = sink.preview(&lead);
+        assert_eq!(shown["contact"]["id"], "ada@example.com");
+        assert_eq!(shown["contact"]["properties"]["lastname"], "Lovelace");
+        assert_eq!(shown["ticket"]["id"], "tally:r1");
+        assert_eq!(shown["ticket"]["properties"]["hs_pipeline_stage"], "7");
+        assert_eq!(shown["ticket"]["properties"]["sub_id"], "tally:r1");
+        let anonymous = Lead { email: String::new(), ..lead };
+        assert!(sink.preview(&anonymous)["contact"].is_null(), "no email, no contact");
+    }
+
+    #[test]
     fn a_hubspot_batch_may_take_six_calls_and_the_store_update() {
         let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("1") };
         let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "p", tickets);

@@ -173,6 +173,18 @@ mod tests {
     use super::*;
 
     /// The sinks the configuration builds, none of them called (no network needed).
+    #[tokio::test]
+    async fn only_the_salesforce_sink_takes_a_lead_mapping_and_no_other_drops_one() {
+        let mapping = crate::mapping::parse("[tally.fields]\nsize = \"Size__c\"\n", "m").unwrap();
+        for (name, sink) in every_sink().await {
+            let taken = sink.with_mapping(mapping.clone());
+            assert_eq!(taken.is_ok(), name == "salesforce", "{name}");
+        }
+        for (name, sink) in every_sink().await {
+            assert!(sink.with_mapping(Default::default()).is_ok(), "{name}: no mapping, nothing to refuse");
+        }
+    }
+
     async fn every_sink() -> Vec<(&'static str, Sink)> {
         let configs = [
             ("sqlite", SinkConfig::Sqlite { path: ":memory:".into() }),
