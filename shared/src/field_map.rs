@@ -194,7 +194,19 @@ mod tests {
     fn answers_fill_typed_fields_and_an_unfit_one_is_named_not_written() {
         let extra = r#"{"Company size":"11 to 50","Consent":["I agree"],"hidden":{"utm_source":"news"},"Start":"2026-02-30","Other":"x"}"#;
         let Json::Object(extra) = parse(extra.as_bytes()).unwrap() else { unreachable!() };
-        let lead = Lead { email: "ada@example.com".into(), extra, ..Lead::default() };
+        let lead = Lead {
+            name: "Ada Lovelace".into(),
+            email: "ada@example.com".into(),
+            message: "Hello".into(),
+            extra,
+            ..Lead::default()
+        };
+        // The lead's own name, email and message by those keys.
+        for (key, value) in [("name", "Ada Lovelace"), ("email", "ada@example.com"), ("message", "Hello")] {
+            assert_eq!(answer(&lead, key), Some(Json::string(value)), "{key}");
+        }
+        assert_eq!(answer(&lead, "hidden.utm_source"), Some(Json::string("news")));
+        assert_eq!(answer(&lead, "hidden.nothing"), None);
         let size = FieldType {
             options: vec![Choice { label: "11 to 50".into(), value: "11-50".into() }],
             restricted: true,
@@ -234,6 +246,15 @@ mod tests {
         assert_eq!(refused.shown_but(&[]), ["Consent", "hidden.utm_source", "email"]);
         assert_eq!(refused.left_out[1..], [(String::from("Size__c"), Unfit::Refused)]);
         assert!(mapped.writes("leadsource") && !mapped.writes("Start__c"));
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn a_mapping_of_nothing_is_empty_and_an_assignment_alone_is_not() {
+        assert!(FieldMapping::default().is_empty());
+        let assignment = FieldMapping { assignment: Some("FALSE".into()), ..FieldMapping::default() };
+        assert!(!assignment.is_empty());
+        let profile = FieldMapping { profiles: vec![(Profile::Tally, ProfileMap::default())], assignment: None };
+        assert!(!profile.is_empty());
     }
 
     #[wasm_bindgen_test(unsupported = test)]

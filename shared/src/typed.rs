@@ -242,7 +242,7 @@ fn boolean(text: &str) -> Result<bool, Unfit> {
     }
 }
 
-/// `YYYY-MM-DD` when it names a real day of years 0001 to 9999.
+/// `YYYY-MM-DD` when it names a real day of the years [`MIN_YEAR`] to [`MAX_YEAR`].
 pub fn date(text: &str) -> Option<String> {
     let b = text.as_bytes();
     let digits = |range: core::ops::Range<usize>| -> Option<u32> {
@@ -338,6 +338,25 @@ mod tests {
     }
 
     #[wasm_bindgen_test(unsupported = test)]
+    fn each_reason_is_its_own_code() {
+        let all = [
+            (Unfit::TooLong, "too_long"),
+            (Unfit::NotANumber, "not_a_number"),
+            (Unfit::OutOfRange, "out_of_range"),
+            (Unfit::NotABoolean, "not_a_boolean"),
+            (Unfit::NotADate, "not_a_date"),
+            (Unfit::NotADateTime, "not_a_date_time"),
+            (Unfit::NoSuchOption, "no_such_option"),
+            (Unfit::NotAnEmail, "not_an_email"),
+            (Unfit::SeveralValues, "several_values"),
+            (Unfit::Refused, "refused_by_the_crm"),
+        ];
+        for (unfit, reason) in all {
+            assert_eq!(unfit.reason(), reason);
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
     fn blank_answers_write_nothing() {
         for blank in ["null", "\"\"", "\"  \"", "[]", "{\"labels\":[]}"] {
             assert_eq!(run(blank, &FieldType::of(Kind::Text)), Ok(None), "{blank}");
@@ -412,8 +431,15 @@ mod tests {
             "\"2026-1-7\"",
             "\"2026-00-10\"",
             "\"2026-01-00\"",
+            "\"2026/01/01\"",
+            "\"2026-01-011\"",
+            "\"2026-01/01\"",
+            "\"1900-02-29\"",
         ] {
             assert_eq!(run(bad, &day), Err(Unfit::NotADate), "{bad}");
+        }
+        for good in ["2026-04-30", "2023-02-28", "2000-02-29", "2026-12-31", "2026-11-30"] {
+            assert_eq!(run(&alloc::format!("\"{good}\""), &day), Ok(Some(alloc::format!("\"{good}\""))), "{good}");
         }
         // Salesforce's years only: 1700 to 4000.
         assert_eq!(run("\"1700-01-01\"", &day), Ok(Some("\"1700-01-01\"".into())));

@@ -214,7 +214,8 @@ fn constant(value: &toml::Value) -> Option<Json> {
     Some(match value {
         toml::Value::String(text) => Json::string(text),
         toml::Value::Integer(n) => Json::Number(Number::from_i64(*n)),
-        toml::Value::Float(f) if f.is_finite() => Json::Number(Number::parse(&f.to_string())?),
+        // `inf` and `nan` are no JSON number.
+        toml::Value::Float(f) => Json::Number(Number::parse(&f.to_string())?),
         toml::Value::Boolean(b) => Json::Bool(*b),
         toml::Value::Datetime(at) => Json::string(&at.to_string()),
         _ => return None,
@@ -241,6 +242,13 @@ mod tests {
             [("LeadSource", "\"Web\"".into(), 7), ("Opt_In__c", "true".into(), 9), ("Rating__c", "3".into(), 8)]
         );
         assert_eq!(mapping.profiles[1].0, Profile::Typeform);
+        // Numbers, decimals and date-times as constants; inf is none.
+        let text = "[tally.constants]\nBudget__c = 12.5\nAt__c = 2026-12-07T10:30:00Z\n";
+        let constants = &parse(text, "m").unwrap().profiles[0].1.constants;
+        assert_eq!(constants[0].value.to_text(), "\"2026-12-07T10:30:00Z\"");
+        assert_eq!(constants[1].value.to_text(), "12.5");
+        let error = parse("[tally.constants]\nBudget__c = inf\n", "m").unwrap_err();
+        assert!(error.to_string().starts_with("m line 2: the constant for \"Budget__c\""), "{error}");
         assert!(parse("", LEAD_MAPPING).unwrap().is_empty());
         // A form's own mapping, on top of its profile's.
         let text = "[tally.fields]\nsize = \"Size__c\"\n[tally.forms.w4Nd.fields]\nteam = \"Size__c\"\n[tally.forms.w4Nd.constants]\nLeadSource = \"Partners\"\n";

@@ -386,6 +386,14 @@ mod tests {
             outcome(&both, "F__c", &mapped_record, Some(&mapped)),
             Outcome::Without(vec![String::from("Size__c"), String::from("Email")])
         );
+        // A mapped value and the phone (a rule shown at the top of the page) at once.
+        let with_rule = json!({"success": false, "errors": [
+            {"statusCode": "INVALID_OR_NULL_FOR_RESTRICTED_PICKLIST", "message": "x", "fields": ["Size__c"]},
+            {"statusCode": "FIELD_CUSTOM_VALIDATION_EXCEPTION", "message": "x", "fields": []}]});
+        assert_eq!(
+            outcome(&with_rule, "F__c", &mapped_record, Some(&mapped)),
+            Outcome::Without(vec![String::from("Size__c"), String::from("Phone")])
+        );
         // Not once it was left out, nor a field it did not fill, nor after two tries: the lead's.
         let rejected = Outcome::Saved(Err(SinkError::Permanent { reason: "sink_rejected" }));
         assert_eq!(outcome(&picklist, "F__c", &json!({"Email": "a@b.co"}), Some(&mapped)), rejected);

@@ -238,6 +238,14 @@ mod tests {
         assert_eq!((ty("Budget__c").kind, ty("Budget__c").whole_digits), (Kind::Number, Some(6)));
         assert_eq!((ty("Seats__c").kind, ty("Seats__c").whole_digits), (Kind::Integer, Some(4)));
         assert_eq!((ty("Employees__c").kind, ty("Employees__c").whole_digits), (Kind::Integer, Some(6)));
+        // A decimal double is a number; a describe without lengths or digits limits none.
+        let plain =
+            |ty: &str| field_type(&json!({"name": "X__c", "type": ty, "length": 0, "precision": 0, "digits": 0}));
+        let double = field_type(&json!({"name": "X__c", "type": "double", "precision": 5, "scale": 2})).unwrap();
+        assert_eq!((double.kind, double.whole_digits), (Kind::Number, Some(3)));
+        assert_eq!(plain("string").unwrap().max_units, None);
+        assert_eq!(plain("double").unwrap().whole_digits, None);
+        assert_eq!(plain("int").unwrap().whole_digits, None);
         assert_eq!(ty("Start__c").kind, Kind::Date);
         assert_eq!(ty("Consent__c").kind, Kind::Boolean);
         let email = ty("Email");

@@ -102,6 +102,24 @@ mod tests {
     }
 
     #[test]
+    fn each_item_is_mapped_by_its_receipt_s_profile() {
+        use shared::field_map::{TypedLink, TypedMap};
+        use shared::profile::Profile;
+        use shared::typed::{FieldType, Kind};
+        let Json::Object(extra) = shared::json::parse(br#"{"Size":"11-50"}"#).unwrap() else { unreachable!() };
+        let lead = Lead { extra, ..Lead::default() };
+        let link = TypedLink { answer: "Size".into(), field: "Size__c".into(), ty: FieldType::of(Kind::Text) };
+        let typed: Typed = vec![(Profile::Tally, TypedMap { fields: vec![link], ..TypedMap::default() })];
+        let (tally, typeform) = (Profile::Tally.key("r1"), Profile::Typeform.key("f:t"));
+        let items = [BatchItem { lead: &lead, receipt_key: &tally }, BatchItem { lead: &lead, receipt_key: &typeform }];
+        let out = mapped(&items, Some(&typed));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].values, [(String::from("Size__c"), Json::string("11-50"))]);
+        assert!(out[1].values.is_empty(), "a profile the mapping does not name keeps the default");
+        assert!(mapped(&items, None).iter().all(|m| m.values.is_empty()));
+    }
+
+    #[test]
     fn the_second_time_every_mapped_field_is_left_out() {
         let mapped = Mapped {
             values: vec![("Size__c".into(), Json::string("Huge")), ("Badge__c".into(), Json::string("b"))],
