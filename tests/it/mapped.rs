@@ -222,6 +222,21 @@ async fn salesforce_a_field_s_type_or_visibility_changed_after_the_start_never_f
 }
 
 #[tokio::test]
+async fn salesforce_the_describe_read_before_the_first_create_gets_a_new_token_when_the_session_ended() {
+    let standin = org();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    // The start-up check logs in, then the describe answers 503: the worker starts unchecked.
+    standin.fail_next(tests::stub_http::FailNext::new(1, 503));
+    assert!(matches!(sink.check_configuration().await, Err(CheckError::Unreachable(_))));
+    // Hours later the session has ended: the describe before the first create logs in again.
+    standin.expire_tokens();
+    let (profile, lead) = &leads("late_token")[0];
+    sink.upsert(lead, &receipt_key(*profile, lead)).await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!((state.issued, state.leads[&lead.external_id]["Size__c"].as_str()), (2, Some("11-50")));
+}
+
+#[tokio::test]
 async fn salesforce_a_mapping_naming_a_field_the_org_lacks_or_cannot_take_refuses_to_start() {
     let standin = org();
     let refused = |mapping: &'static str| {

@@ -128,18 +128,28 @@ impl Salesforce {
     }
 
     /// The Lead's fields as the integration user sees them (`GET .../sobjects/Lead/describe`).
+    /// A session that ended (401) gets one new token, as a create's does: the describe read
+    /// before a create may come hours after the token was fetched.
     async fn describe(&self) -> Result<Vec<serde_json::Value>, CheckError> {
-        let session = self.session(false).await.map_err(|e| match e {
-            SinkError::Retryable { reason: "sink_login_refused", .. } => CheckError::Wrong(String::from(
-                "SALESFORCE_CLIENT_ID / SALESFORCE_CLIENT_SECRET: Salesforce refused the client credentials",
-            )),
-            other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
-        })?;
         let describe = self.path.rsplit_once('/').map_or(self.path.as_str(), |(describe, _)| describe);
-        let url = format!("{}{describe}/describe", session.instance_url);
-        let response = self.client.get(url).bearer_auth(&session.token).send().await;
-        let response =
-            response.map_err(|e| CheckError::Unreachable(format!("Salesforce could not be reached: {e}")))?;
+        let mut fresh = false;
+        let response = loop {
+            let session = self.session(fresh).await.map_err(|e| match e {
+                SinkError::Retryable { reason: "sink_login_refused", .. } => CheckError::Wrong(String::from(
+                    "SALESFORCE_CLIENT_ID / SALESFORCE_CLIENT_SECRET: Salesforce refused the client credentials",
+                )),
+                other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
+            })?;
+            let url = format!("{}{describe}/describe", session.instance_url);
+            let response = self.client.get(url).bearer_auth(&session.token).send().await;
+            let response =
+                response.map_err(|e| CheckError::Unreachable(format!("Salesforce could not be reached: {e}")))?;
+            if response.status().as_u16() == 401 && !fresh {
+                fresh = true;
+                continue;
+            }
+            break response;
+        };
         if response.status().as_u16() == 410 {
             return Err(CheckError::Wrong(String::from(
                 "SALESFORCE_API_VERSION: Salesforce has retired this API version (410); choose a current one",
