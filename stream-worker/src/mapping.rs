@@ -48,9 +48,9 @@ impl std::error::Error for MappingError {}
 #[serde(deny_unknown_fields)]
 struct ProfileTable {
     #[serde(default)]
-    fields: BTreeMap<Spanned<String>, Spanned<String>>,
+    fields: Fields,
     #[serde(default)]
-    constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    constants: Constants,
     #[serde(default)]
     forms: BTreeMap<Spanned<String>, FormTable>,
     assignment: Option<Spanned<String>>,
@@ -68,9 +68,9 @@ const SALESFORCE: &str = "salesforce";
 #[serde(deny_unknown_fields)]
 struct FormTable {
     #[serde(default)]
-    fields: BTreeMap<Spanned<String>, Spanned<String>>,
+    fields: Fields,
     #[serde(default)]
-    constants: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    constants: Constants,
 }
 
 /// Reads the mapping through `lookup` (a setting's name to its value): empty when neither

@@ -77,10 +77,17 @@ fn described(lead: &Lead, mut fields: serde_json::Value, mapped: &Mapped) -> ser
     // The address as submitted, when `Email` does not hold it (refused, or filled by the
     // mapping from another answer).
     let held = fields.get("Email").and_then(|e| e.as_str()).is_some_and(|e| e.eq_ignore_ascii_case(email));
-    let note = match held || email.is_empty() {
+    let mut note = match held || email.is_empty() {
         false => format!("\n\n(email as submitted: {})", fit_utf16(email, 1_000)),
         true => String::new(),
     };
+    // A whole name (no first and last name answers, which are in `extra`) the mapping put no
+    // part of in FirstName or LastName is in no field: kept as submitted.
+    let parts_asked = lead.roles.contains_key(&Role::FirstName) || lead.roles.contains_key(&Role::LastName);
+    let name = lead.name.trim();
+    if !name.is_empty() && !parts_asked && (mapped.writes("FirstName") || mapped.writes("LastName")) {
+        note = format!("\n\n(name as submitted: {}){note}", fit_utf16(name, 1_000));
+    }
     let shown = shown_roles(lead, fields.get("Phone").is_some(), mapped);
     let written: Vec<&str> = fields.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
     let unwritten: Vec<&str> = mapped.values.iter().map(|(f, _)| f.as_str()).filter(|f| !written.contains(f)).collect();
@@ -328,6 +335,22 @@ mod tests {
         assert_eq!(again["Company"], "Analytical Engines");
         let description = again["Description"].as_str().unwrap();
         assert!(description.contains("Employer: Babbage & Co") && !description.contains("Company:"), "{description}");
+    }
+
+    #[test]
+    fn a_name_the_mapping_replaced_is_kept_as_submitted() {
+        let mut lead = lead_with(r#"{"Preferred name":"Ada"}"#);
+        lead.name = String::from("Augusta Ada King");
+        let mapped = Mapped {
+            values: vec![("FirstName".into(), shared::json::Json::string("Ada"))],
+            shown: vec![("Preferred name".into(), "FirstName".into())],
+            ..Mapped::default()
+        };
+        let f = super::fields(&lead, true, &mapped);
+        assert_eq!(f["FirstName"], "Ada");
+        assert!(f["Description"].as_str().unwrap().ends_with("(name as submitted: Augusta Ada King)"), "{f}");
+        let same = super::fields(&lead, true, &Mapped::default());
+        assert!(!same["Description"].as_str().unwrap().contains("as submitted"), "{same}");
     }
 
     #[test]
