@@ -29,8 +29,16 @@
 //! `CONFLICT` twice in a row) answers the same on every attempt, so it costs the contact, never
 //! the submission, and never holds the shard: the ticket is written with the email in its
 //! content.
+//!
+//! With a lead mapping (`LEAD_MAPPING`, [`catalogue`]), the answers it names go to typed contact
+//! and ticket properties, checked against the properties API at start (or before the first
+//! write when the start could not read it); a value that does not convert is left out, and one
+//! HubSpot refuses sends the contact (with its email and name) or the ticket once more without
+//! its mapped properties. The ticket's content keeps every answer no ticket property shows, so
+//! a refused value is still there.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -42,6 +50,7 @@ use super::contract::{BatchItem, CheckError, LeadSink, SinkError, RECEIPT_UPDATE
 
 mod api;
 mod batch;
+pub mod catalogue;
 pub mod pace;
 mod plan;
 
@@ -50,6 +59,10 @@ pub use api::{
     ticket_properties, HubSpot, TicketPipeline, BATCH_SIZE, MAX_PROPERTY_CHARS,
 };
 use batch::Found;
+use catalogue::{Catalogued, Properties};
+use plan::TicketPlace;
+
+use super::typed_map;
 
 impl HubSpot {
     /// Checks, once at start, that the ticket property holding submission IDs exists with unique
@@ -91,7 +104,85 @@ impl HubSpot {
                 self.pipeline, self.stage
             )));
         }
+        if !self.mapping.is_empty() {
+            let typed = self.read_properties().await?;
+            *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(typed));
+        }
         Ok(())
+    }
+
+    /// The contact and ticket properties (`GET /crm/v3/properties/{object}`), and the mapping
+    /// typed by them.
+    async fn properties(&self) -> Result<(Vec<Value>, Vec<Value>), CheckError> {
+        let mut both = Vec::new();
+        for object in ["contacts", "tickets"] {
+            let url = format!("{}/crm/v3/properties/{object}", self.base_url);
+            let response = self.client.get(url).bearer_auth(&self.token).send().await;
+            let response =
+                response.map_err(|e| CheckError::Unreachable(format!("HubSpot could not be reached: {e}")))?;
+            match response.status().as_u16() {
+                200 => {}
+                401 | 403 => {
+                    return Err(CheckError::Wrong(format!(
+                        "HUBSPOT_TOKEN: HubSpot refused to list the {object} properties (the private app needs the {object} read scope)"
+                    )))
+                }
+                status => return Err(CheckError::Unreachable(format!("HubSpot answered {status} to listing properties"))),
+            }
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            both.push(body["results"].as_array().cloned().unwrap_or_default());
+        }
+        let tickets = both.pop().unwrap_or_default();
+        Ok((both.pop().unwrap_or_default(), tickets))
+    }
+
+    /// The mapping typed by the portal's properties, or the start-up error naming its line.
+    async fn read_properties(&self) -> Result<Catalogued, CheckError> {
+        let (contacts, tickets) = self.properties().await?;
+        catalogue::resolve(&self.mapping, &contacts, &tickets, &self.id_property).map_err(CheckError::Wrong)
+    }
+
+    /// The mapping typed by the portal's properties: read once (by the start-up check, or here
+    /// when that could not reach HubSpot); `None` without a mapping.
+    async fn typed(&self) -> Result<Option<Arc<Catalogued>>, SinkError> {
+        if self.mapping.is_empty() {
+            return Ok(None);
+        }
+        if let Some(typed) = self.typed.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Ok(Some(typed));
+        }
+        let typed = self.read_properties().await.map_err(|e| SinkError::Retryable {
+            reason: match e {
+                CheckError::Unreachable(_) => "sink_unavailable",
+                _ => "sink_mapping_refused",
+            },
+            retry_after: None,
+        })?;
+        let typed = Arc::new(typed);
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Some(typed.clone());
+        Ok(Some(typed))
+    }
+
+    /// Each mapped property with its HubSpot type and what it takes (`stream-worker mapping
+    /// check`), or what is wrong: the whole start-up check first.
+    pub async fn mapping_lines(&self) -> Result<Vec<String>, CheckError> {
+        self.check_configuration().await?;
+        if self.mapping.is_empty() {
+            return Ok(vec![String::from(
+                "no LEAD_MAPPING: every profile gets the default properties (docs/mapping.md)",
+            )]);
+        }
+        let (contacts, tickets) = self.properties().await?;
+        let typed =
+            catalogue::resolve(&self.mapping, &contacts, &tickets, &self.id_property).map_err(CheckError::Wrong)?;
+        Ok(typed_map::lines(&typed.maps, &|field: &str| catalogue::type_name(&contacts, &tickets, field)))
+    }
+
+    /// Each item's mapped properties (none without a mapping).
+    fn mapped_properties(items: &[BatchItem<'_>], typed: Option<&Catalogued>) -> Vec<Properties> {
+        let mapped = typed_map::mapped(items, typed.map(|t| &t.maps));
+        let kinds = typed.map(|t| t.kinds.clone()).unwrap_or_default();
+        mapped.iter().map(|m| Properties::of(m, &kinds)).collect()
     }
 }
 
@@ -101,6 +192,11 @@ impl HubSpot {
     pub async fn upsert_batch(&self, items: &[BatchItem<'_>], deadline: Option<Instant>) -> Vec<Result<(), SinkError>> {
         let leads: Vec<&Lead> = items.iter().map(|item| item.lead).collect();
         let all = |error: SinkError| vec![Err(error); leads.len()];
+        let typed = match self.typed().await {
+            Ok(typed) => typed,
+            Err(error) => return all(error),
+        };
+        let mut mapped = Self::mapped_properties(items, typed.as_deref());
         let mut ids: Vec<&str> = leads.iter().map(|lead| lead.external_id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -125,7 +221,13 @@ impl HubSpot {
         };
         let (mut results, open) = plan::open_leads(&leads, &found, &associated);
         // 2. The contacts, one input per person.
-        let contacts = self.contacts(open.iter().map(|&i| leads[i]), deadline).await;
+        let (contacts, stripped) = self.contacts(open.iter().map(|&i| (leads[i], &mapped[i])), deadline).await;
+        for &i in &open {
+            if stripped.contains(&leads[i].email.trim().to_lowercase()) {
+                mapped[i].refused("contact");
+            }
+        }
+        let place = TicketPlace { id_property: &self.id_property, pipeline: &self.pipeline, stage: &self.stage };
         // 3. The new tickets; the ticket of a lead whose contact HubSpot refused holds the email.
         let (mut ticket_inputs, mut pairs) = (BTreeMap::new(), Vec::new());
         let mut waiting_for_ticket = Vec::new();
@@ -142,15 +244,32 @@ impl HubSpot {
             match found.get(lead.external_id.as_str()) {
                 Some(Found::Ticket(ticket)) => pairs.extend(contact.map(|c| (i, (ticket.clone(), c)))),
                 _ => {
-                    let (pipeline, stage) = (&self.pipeline, &self.stage);
-                    let properties = plan::new_ticket(lead, contact.is_none(), &self.id_property, pipeline, stage);
-                    ticket_inputs.entry(lead.external_id.clone()).or_insert(properties);
+                    let properties = plan::new_ticket(lead, &mapped[i], contact.is_none(), &place);
+                    ticket_inputs.entry(lead.external_id.clone()).or_insert((i, properties));
                     waiting_for_ticket.push((i, contact));
                 }
             }
         }
-        let ticket_inputs: Vec<(String, Value)> = ticket_inputs.into_iter().collect();
-        let written = self.upsert_objects("tickets", &self.id_property, &ticket_inputs, deadline).await;
+        let (owners, ticket_inputs): (Vec<usize>, Vec<(String, Value)>) =
+            ticket_inputs.into_iter().map(|(id, (i, properties))| (i, (id, properties))).unzip();
+        let mut written = self.upsert_objects("tickets", &self.id_property, &ticket_inputs, deadline).await;
+        // A ticket refused for a mapped property's value: once more without its mapped ones.
+        let mut again = Vec::new();
+        for (k, result) in written.iter().enumerate() {
+            if *result == Err(api::TICKET_PROPERTY_REFUSED) && !mapped[owners[k]].ticket.is_empty() {
+                let i = owners[k];
+                mapped[i].refused("ticket");
+                let given_up = !matches!(contacts.get(&leads[i].email.trim().to_lowercase()), Some(Ok(Some(_))));
+                again.push((k, (ticket_inputs[k].0.clone(), plan::new_ticket(leads[i], &mapped[i], given_up, &place))));
+            }
+        }
+        if !again.is_empty() {
+            let (indices, inputs): (Vec<usize>, Vec<(String, Value)>) = again.into_iter().unzip();
+            let results = self.upsert_objects("tickets", &self.id_property, &inputs, deadline).await;
+            for (k, result) in indices.into_iter().zip(results) {
+                written[k] = result;
+            }
+        }
         let written: BTreeMap<&str, &Result<String, SinkError>> =
             ticket_inputs.iter().map(|(id, _)| id.as_str()).zip(written.iter()).collect();
         for (i, contact) in waiting_for_ticket {
@@ -173,21 +292,38 @@ impl HubSpot {
                 }
             }
         }
+        // A property gone since the mapping was typed: read the properties again before the
+        // next write (the mapping is then refused, loudly, until it is mended).
+        if results.contains(&Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })) {
+            self.forget_typed();
+        }
+        for &i in &open {
+            if results[i].is_ok() {
+                typed_map::log_left_out(leads[i], &mapped[i].left_out);
+            }
+        }
         results
     }
 
-    /// Upserts the contacts of `leads` that gave an email, one input per person
-    /// ([`plan::people`]), a conflict, or a refusal of its company or phone, tried once more at
-    /// once ([`plan::second_tries`]): each person's contact
-    /// ([`plan::contact_results`]), by lowercased email.
+    /// Upserts the contacts of `leads` (each with its mapped properties) that gave an email, one
+    /// input per person ([`plan::people`]), a conflict, or a refusal of a property but the
+    /// email and name, tried once more at once ([`plan::second_tries`]): each person's contact
+    /// ([`plan::contact_results`]), by lowercased email, and the people whose contact was sent
+    /// again with its email and name alone.
     async fn contacts<'a>(
         &self,
-        leads: impl Iterator<Item = &'a Lead>,
+        leads: impl Iterator<Item = (&'a Lead, &'a Properties)>,
         deadline: Option<Instant>,
-    ) -> BTreeMap<String, Result<Option<String>, SinkError>> {
+    ) -> (BTreeMap<String, Result<Option<String>, SinkError>>, Vec<String>) {
         let people = plan::people(leads);
         let inputs: Vec<(String, Value)> = people.values().cloned().collect();
         let mut written = self.upsert_objects("contacts", "email", &inputs, deadline).await;
+        let stripped: Vec<String> = people
+            .keys()
+            .zip(&written)
+            .filter(|(_, result)| **result == Err(api::CONTACT_PROPERTY_REFUSED))
+            .map(|(email, _)| email.clone())
+            .collect();
         let (indices, again): (Vec<usize>, Vec<(String, Value)>) =
             plan::second_tries(&inputs, &written).into_iter().unzip();
         if !again.is_empty() {
@@ -196,17 +332,30 @@ impl HubSpot {
                 written[i] = result;
             }
         }
-        plan::contact_results(people.into_keys(), written)
+        (plan::contact_results(people.into_keys(), written), stripped)
     }
 }
 
 impl HubSpot {
-    /// What the sink sends for `lead`, without sending it: the contact's input (by email; none
-    /// without an email) and a new ticket's properties.
-    pub fn preview(&self, lead: &Lead) -> Value {
-        let contact = contact_input(lead).map(|(email, properties)| json!({"id": email, "properties": properties}));
-        let ticket = ticket_properties(lead, &self.id_property, &self.pipeline, &self.stage);
-        json!({"contact": contact, "ticket": {"id": lead.external_id, "properties": ticket}})
+    /// What the sink sends for `lead` (of the receipt `receipt_key`), without sending it: the
+    /// contact's input (by email; none without an email), a new ticket's properties, and the
+    /// mapped properties left out and why.
+    pub async fn preview(&self, lead: &Lead, receipt_key: &str) -> Result<Value, CheckError> {
+        let typed = self.typed().await.map_err(|e| match e {
+            SinkError::Retryable { reason: "sink_mapping_refused", .. } => CheckError::Wrong(String::from(
+                "LEAD_MAPPING: refused by the portal's properties (run `stream-worker mapping check`)",
+            )),
+            other => CheckError::Unreachable(format!("HubSpot could not be reached ({other:?})")),
+        })?;
+        let item = [BatchItem { lead, receipt_key }];
+        let mapped = Self::mapped_properties(&item, typed.as_deref()).pop().unwrap_or_default();
+        let contact =
+            contact_input(lead, &mapped).map(|(email, properties)| json!({"id": email, "properties": properties}));
+        let ticket = ticket_properties(lead, &mapped, &self.id_property, &self.pipeline, &self.stage);
+        let left_out = typed_map::left_out(&mapped.left_out);
+        Ok(
+            json!({"contact": contact, "ticket": {"id": lead.external_id, "properties": ticket}, "fieldsLeftOut": left_out}),
+        )
     }
 }
 
@@ -236,8 +385,8 @@ impl LeadSink for HubSpot {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_preview_is_the_contact_s_and_the_ticket_s_inputs() {
+    #[tokio::test]
+    async fn the_preview_is_the_contact_s_and_the_ticket_s_inputs() {
         let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("7") };
         let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "sub_id", tickets);
         let lead = Lead {
@@ -246,14 +395,14 @@ mod tests {
             email: "ada@example.com".into(),
             ..Lead::default()
         };
-        let shown = sink.preview(&lead);
+        let shown = sink.preview(&lead, "tally:r1").await.unwrap();
         assert_eq!(shown["contact"]["id"], "ada@example.com");
         assert_eq!(shown["contact"]["properties"]["lastname"], "Lovelace");
         assert_eq!(shown["ticket"]["id"], "tally:r1");
         assert_eq!(shown["ticket"]["properties"]["hs_pipeline_stage"], "7");
         assert_eq!(shown["ticket"]["properties"]["sub_id"], "tally:r1");
         let anonymous = Lead { email: String::new(), ..lead };
-        assert!(sink.preview(&anonymous)["contact"].is_null(), "no email, no contact");
+        assert!(sink.preview(&anonymous, "tally:r1").await.unwrap()["contact"].is_null(), "no email, no contact");
     }
 
     #[test]

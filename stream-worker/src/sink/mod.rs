@@ -13,6 +13,7 @@ pub mod hubspot;
 pub mod postgres;
 pub mod salesforce;
 pub mod sql;
+pub mod typed_map;
 pub mod webhook;
 
 use crate::config::SinkConfig;
@@ -57,15 +58,19 @@ impl Sink {
 }
 
 impl Sink {
-    /// The sink with the lead mapping (`LEAD_MAPPING`; empty: none). Only the Salesforce sink
-    /// reads one so far: another sink given one refuses to start, rather than drop what the
-    /// mapping names.
+    /// The sink with the lead mapping (`LEAD_MAPPING`; empty: none). The Salesforce and HubSpot
+    /// sinks read one; another sink given one refuses to start, rather than drop what the
+    /// mapping names. `[salesforce]`'s assignment is Salesforce's alone.
     pub fn with_mapping(self, mapping: shared::field_map::FieldMapping) -> anyhow::Result<Sink> {
         match self {
             Sink::Salesforce(sink) => Ok(Sink::Salesforce(sink.with_mapping(mapping))),
+            Sink::HubSpot(_) if mapping.assignment.is_some() => anyhow::bail!(
+                "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (HubSpot has no assignment rules)"
+            ),
+            Sink::HubSpot(sink) => Ok(Sink::HubSpot(sink.with_mapping(mapping))),
             other if mapping.is_empty() => Ok(other),
             _ => anyhow::bail!(
-                "LEAD_MAPPING: only LEAD_SINK=salesforce reads a lead mapping so far; remove it (the SQL and webhook sinks keep every answer in extra)"
+                "LEAD_MAPPING: only LEAD_SINK=salesforce and LEAD_SINK=hubspot read a lead mapping; remove it (the SQL and webhook sinks keep every answer in extra)"
             ),
         }
     }
@@ -74,8 +79,9 @@ impl Sink {
     pub async fn mapping_lines(&self) -> Result<Vec<String>, CheckError> {
         match self {
             Sink::Salesforce(sink) => sink.mapping_lines().await,
+            Sink::HubSpot(sink) => sink.mapping_lines().await,
             _ => Err(CheckError::Wrong(String::from(
-                "mapping check: only LEAD_SINK=salesforce reads a lead mapping so far",
+                "mapping check: only LEAD_SINK=salesforce and LEAD_SINK=hubspot read a lead mapping",
             ))),
         }
     }
@@ -87,7 +93,7 @@ impl Sink {
         let json = |lead: &Lead| serde_json::from_str(&lead.to_json().to_text()).unwrap_or_default();
         match self {
             Sink::Salesforce(sink) => sink.preview(lead, receipt_key).await,
-            Sink::HubSpot(sink) => Ok(sink.preview(lead)),
+            Sink::HubSpot(sink) => sink.preview(lead, receipt_key).await,
             Sink::Webhook(_) | Sink::Sql(_) => Ok(json(lead)),
         }
     }
@@ -174,11 +180,16 @@ mod tests {
 
     /// The sinks the configuration builds, none of them called (no network needed).
     #[tokio::test]
-    async fn only_the_salesforce_sink_takes_a_lead_mapping_and_no_other_drops_one() {
+    async fn only_the_crm_sinks_take_a_lead_mapping_and_no_other_drops_one() {
         let mapping = crate::mapping::parse("[tally.fields]\nsize = \"Size__c\"\n", "m").unwrap();
         for (name, sink) in every_sink().await {
             let taken = sink.with_mapping(mapping.clone());
-            assert_eq!(taken.is_ok(), name == "salesforce", "{name}");
+            assert_eq!(taken.is_ok(), ["salesforce", "hubspot"].contains(&name), "{name}");
+        }
+        // Salesforce's assignment rules are Salesforce's: HubSpot refuses to start with them.
+        let assignment = crate::mapping::parse("[salesforce]\nassignment = \"FALSE\"\n", "m").unwrap();
+        for (name, sink) in every_sink().await {
+            assert_eq!(sink.with_mapping(assignment.clone()).is_ok(), name == "salesforce", "{name}");
         }
         for (name, sink) in every_sink().await {
             assert!(sink.with_mapping(Default::default()).is_ok(), "{name}: no mapping, nothing to refuse");

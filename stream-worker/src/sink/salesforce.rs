@@ -100,14 +100,14 @@ impl Salesforce {
             other => CheckError::Unreachable(format!("Salesforce could not be reached ({other:?})")),
         })?;
         let item = [super::contract::BatchItem { lead, receipt_key }];
-        let mapped = mapped::mapped(&item, typed.as_deref()).pop().unwrap_or_default();
+        let mapped = super::typed_map::mapped(&item, typed.as_deref()).pop().unwrap_or_default();
         let record = batch::record(lead, self.field(), self.phone_writable(), &mapped);
-        Ok(serde_json::json!({"record": record, "fieldsLeftOut": mapped::left_out(&mapped)}))
+        Ok(serde_json::json!({"record": record, "fieldsLeftOut": super::typed_map::left_out(&mapped.left_out)}))
     }
 
     /// The mapping typed by the org's describe: read once (by the start-up check, or here when
     /// that could not reach the org); `None` without a mapping.
-    pub(super) async fn typed(&self) -> Result<Option<std::sync::Arc<catalogue::Typed>>, SinkError> {
+    pub(super) async fn typed(&self) -> Result<Option<std::sync::Arc<super::typed_map::Typed>>, SinkError> {
         if self.mapping.is_empty() {
             return Ok(None);
         }

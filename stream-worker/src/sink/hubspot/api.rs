@@ -9,6 +9,8 @@ use shared::default_fields::{answers_block, name_parts, notes, other_answers, ro
 use shared::lead::{Lead, Role};
 use tokio::time::Instant;
 
+pub use super::catalogue::MAX_PROPERTY_CHARS;
+use super::catalogue::{Catalogued, Properties};
 use super::pace::{self, Hold, Pacer};
 use crate::sink::contract::{fit, SinkError};
 use crate::sink::http::classify_status;
@@ -26,6 +28,12 @@ pub struct HubSpot {
     pub(super) stage: String,
     /// The rate-limit window as the answers so far describe it.
     pub(super) pacer: Mutex<Pacer>,
+    /// The lead mapping (`LEAD_MAPPING`; empty: the default properties only).
+    pub(super) mapping: shared::field_map::FieldMapping,
+    /// The mapping typed by the portal's properties, once read (at start, or before the first
+    /// write when the start-up check could not reach HubSpot; again after a refusal naming a
+    /// property that is gone).
+    pub(super) typed: Mutex<Option<std::sync::Arc<Catalogued>>>,
 }
 
 /// Where tickets go: the pipeline and its stage for a new submission.
@@ -50,7 +58,20 @@ impl HubSpot {
             pipeline: tickets.pipeline,
             stage: tickets.stage,
             pacer: Mutex::new(Pacer::default()),
+            mapping: shared::field_map::FieldMapping::default(),
+            typed: Mutex::new(None),
         }
+    }
+
+    /// The sink with the lead mapping `mapping`.
+    pub fn with_mapping(mut self, mapping: shared::field_map::FieldMapping) -> HubSpot {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Forgets the typed mapping: the properties are read again before the next write.
+    pub(super) fn forget_typed(&self) {
+        *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -67,21 +88,27 @@ pub fn association_error(error: SinkError) -> SinkError {
 /// A 409 on the contact upsert: see [`classify_upsert_answer`].
 pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "sink_contact_conflict" };
 
-/// A contact refused for its company or phone alone (a portal's validation rule on `phone`,
-/// which HubSpot applies to API writes): the upsert tries the contact once more without them
+/// A contact refused for properties other than its email and name (its company or phone: a
+/// portal's validation rule on `phone`, which HubSpot applies to API writes; a mapped
+/// property's value): the upsert tries the contact once more with its email and name alone
 /// ([`super::plan::second_tries`]), so the person still has a contact; the values stay in the
-/// ticket's content. A refusal naming another property (a name HubSpot's checks refuse) gives
-/// the contact up, as before these two were written.
+/// ticket's content. A refusal naming the email or a name (HubSpot's checks) gives the contact
+/// up, as before.
 pub(super) const CONTACT_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_contact_property_refused" };
 
-/// A refusal of a contact input: [`classify_error`]'s verdict, but a refusal of the input's
-/// content that names properties, each of them `company` or `phone`, is
-/// [`CONTACT_PROPERTY_REFUSED`].
-pub(super) fn classify_contact_error(error: &Value) -> SinkError {
-    let verdict = classify_error(error);
-    if !matches!(verdict, SinkError::Permanent { .. }) {
-        return verdict;
-    }
+/// A ticket refused for properties other than the sink's own (a mapped property's value): the
+/// upsert writes it once more without its mapped properties, whose answers go to its content.
+pub(super) const TICKET_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_ticket_property_refused" };
+
+/// The contact properties the sink always writes (a refusal naming one is not the mapping's).
+pub(super) const CONTACT_IDENTITY: [&str; 3] = ["email", "firstname", "lastname"];
+
+/// The ticket properties the sink always writes, besides its submission ID.
+const TICKET_OWN: [&str; 4] = ["subject", "content", "hs_pipeline", "hs_pipeline_stage"];
+
+/// The properties a refusal names: `context.propertyName` and the embedded verdicts'
+/// ([`property_verdicts`]), in it and in its `errors`.
+fn refused_names(error: &Value) -> Vec<String> {
     let entries: Vec<&Value> = error["errors"].as_array().into_iter().flatten().chain([error]).collect();
     let mut names: Vec<String> = Vec::new();
     for entry in entries {
@@ -89,15 +116,38 @@ pub(super) fn classify_contact_error(error: &Value) -> SinkError {
         names.extend(listed.map(str::to_owned));
         names.extend(property_verdicts(entry).into_iter().map(|(_, name)| name));
     }
-    if !names.is_empty() && names.iter().all(|name| ["company", "phone"].contains(&name.as_str())) {
-        return CONTACT_PROPERTY_REFUSED;
+    names
+}
+
+/// A refusal of a contact input: [`classify_error`]'s verdict, but a refusal of the input's
+/// content that names properties, none of them the email or a name, is
+/// [`CONTACT_PROPERTY_REFUSED`].
+pub(super) fn classify_contact_error(error: &Value) -> SinkError {
+    property_refusal(error, &CONTACT_IDENTITY, CONTACT_PROPERTY_REFUSED)
+}
+
+/// A refusal of a ticket input: [`classify_error`]'s verdict, but a refusal of the input's
+/// content that names properties, none of them the sink's own, is [`TICKET_PROPERTY_REFUSED`].
+pub(super) fn classify_ticket_error(error: &Value, id_property: &str) -> SinkError {
+    let own: Vec<&str> = TICKET_OWN.into_iter().chain([id_property]).collect();
+    property_refusal(error, &own, TICKET_PROPERTY_REFUSED)
+}
+
+fn property_refusal(error: &Value, own: &[&str], refused: SinkError) -> SinkError {
+    let verdict = classify_error(error);
+    if !matches!(verdict, SinkError::Permanent { .. }) {
+        return verdict;
+    }
+    let names = refused_names(error);
+    if !names.is_empty() && names.iter().all(|name| !own.contains(&name.as_str())) {
+        return refused;
     }
     verdict
 }
 
 /// A batch upsert's answer other than 200, 201 and 207 (each input's result is read from
-/// those: `batch::written`), for `object` (`contacts` or `tickets`):
-/// - 400: its error decides ([`classify_error`]; for a contact, [`classify_contact_error`]);
+/// those: `batch::written`), for `object` (`contacts` or `tickets`, upserted by `id_property`):
+/// - 400: its error decides ([`classify_contact_error`], [`classify_ticket_error`]);
 /// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
 ///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
 ///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
@@ -106,10 +156,16 @@ pub(super) fn classify_contact_error(error: &Value) -> SinkError {
 ///   holds the shard;
 /// - anything else by its status ([`classify_status`]; 409 on a ticket stays retryable, as
 ///   HubSpot documents no conflict for an upsert by a unique property).
-pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
+pub fn classify_upsert_answer(
+    object: &str,
+    id_property: &str,
+    status: u16,
+    answer: &Value,
+    retry_after: Option<&str>,
+) -> SinkError {
     match status {
         400 if object == "contacts" => classify_contact_error(answer),
-        400 => classify_error(answer),
+        400 => classify_ticket_error(answer, id_property),
         409 if object == "contacts" => CONTACT_CONFLICT,
         status => classify_status(status, retry_after),
     }
@@ -157,9 +213,6 @@ pub fn property_verdicts(error: &Value) -> Vec<(String, String)> {
     verdicts.iter().map(|v| (text(&v["error"]), text(&v["name"]))).collect()
 }
 
-/// The longest value of a HubSpot string property, in characters.
-pub const MAX_PROPERTY_CHARS: usize = 65_536;
-
 /// The contact's properties: the email, trimmed, the name in first and last parts, the company
 /// and the phone (the default mapping: [`shared::default_fields`], the same parts as
 /// Salesforce's). Empty values are left out: HubSpot clears a property given an empty string,
@@ -169,7 +222,9 @@ pub const MAX_PROPERTY_CHARS: usize = 65_536;
 /// [`contact_input`]'s ID, never cut (HubSpot's docs put the value in `id` only; a different
 /// `properties.email` would change the contact's email). An email too long for a property is
 /// refused as an input, which costs the contact only.
-pub fn contact_properties(lead: &Lead) -> Value {
+///
+/// Then the mapping's contact properties (`mapped`), over the defaults.
+pub fn contact_properties(lead: &Lead, mapped: &Properties) -> Value {
     let (first, last) = name_parts(lead);
     let mut properties = serde_json::Map::new();
     let email = lead.email.trim();
@@ -183,39 +238,46 @@ pub fn contact_properties(lead: &Lead) -> Value {
             properties.insert(name.to_owned(), Value::String(fit(&value, MAX_PROPERTY_CHARS)));
         }
     }
+    properties.extend(mapped.contact.clone());
     Value::Object(properties)
 }
 
 /// The contact's upsert input: its ID (the email, trimmed) and its properties, whose `email`
 /// is that same text. `None` when the form gave no email.
-pub fn contact_input(lead: &Lead) -> Option<(&str, Value)> {
+pub fn contact_input<'a>(lead: &'a Lead, mapped: &Properties) -> Option<(&'a str, Value)> {
     let email = lead.email.trim();
-    (!email.is_empty()).then(|| (email, contact_properties(lead)))
+    (!email.is_empty()).then(|| (email, contact_properties(lead, mapped)))
 }
 
 /// A ticket's content: the message, then every answer but the name's parts (the subject holds
 /// the name) ([`answers_block`]), then `note`; within HubSpot's property limit, cut from the end
 /// of the answers so the note stays whole. The company and the phone are listed too: the
 /// contact is the person's, and holds what their latest submission said (or nothing, when
-/// HubSpot refused it), while the ticket keeps what this one said.
-pub(super) fn ticket_content(lead: &Lead, note: &str) -> String {
-    let content = notes(&lead.message, &answers_block(&other_answers(lead, &[Role::FirstName, Role::LastName], &[])));
+/// HubSpot refused it), while the ticket keeps what this one said. So are the answers mapped to
+/// contact properties; those a ticket property shows whole (`shown`) are not.
+pub(super) fn ticket_content(lead: &Lead, shown: &[String], note: &str) -> String {
+    let answers = other_answers(lead, &[Role::FirstName, Role::LastName], shown);
+    let content = notes(&lead.message, &answers_block(&answers));
     let room = MAX_PROPERTY_CHARS.saturating_sub(note.chars().count());
     format!("{}{note}", fit(&content, room))
 }
 
 /// The ticket's properties: the submission ID, a subject, the content ([`ticket_content`]), the
-/// pipeline.
-pub fn ticket_properties(lead: &Lead, id_property: &str, pipeline: &str, stage: &str) -> Value {
+/// pipeline; then the mapping's ticket properties (`mapped`), over the subject.
+pub fn ticket_properties(lead: &Lead, mapped: &Properties, id_property: &str, pipeline: &str, stage: &str) -> Value {
     let who = if lead.name.is_empty() { lead.email.as_str() } else { lead.name.as_str() };
     let subject = if who.is_empty() { String::from("Form submission") } else { format!("Form submission from {who}") };
-    json!({
+    let mut properties = json!({
         id_property: lead.external_id,
         "subject": fit(&subject, MAX_PROPERTY_CHARS),
-        "content": ticket_content(lead, ""),
+        "content": ticket_content(lead, &mapped.ticket_shown, ""),
         "hs_pipeline": pipeline,
         "hs_pipeline_stage": stage,
-    })
+    });
+    if let Some(object) = properties.as_object_mut() {
+        object.extend(mapped.ticket.clone());
+    }
+    properties
 }
 
 impl HubSpot {
@@ -303,6 +365,10 @@ mod tests {
         assert_eq!(classify_error(&elsewhere), lead, "only the documented sentence's array is read");
     }
 
+    fn none() -> Properties {
+        Properties::default()
+    }
+
     fn lead_with_email(email: &str) -> Lead {
         Lead {
             external_id: String::from("sub_1"),
@@ -328,16 +394,16 @@ mod tests {
             .collect();
         lead.roles = [(Role::Company, "Company"), (Role::Phone, "Phone")].map(|(r, k)| (r, k.to_owned())).into();
         assert_eq!(
-            contact_properties(&lead),
+            contact_properties(&lead, &none()),
             json!({"email": "ada@example.com", "firstname": "Ada King", "lastname": "Lovelace",
                    "company": "Acme", "phone": "+44 20 7946 0000"})
         );
         // The ticket keeps what this submission said, company and phone included.
         let content = "Hello\n\nOther answers:\nCompany: Acme\nPhone: +44 20 7946 0000\nSize: 11-50\nTopics: A, B\nhidden.utm_source: news";
-        assert_eq!(ticket_properties(&lead, "p", "0", "1")["content"], content);
+        assert_eq!(ticket_properties(&lead, &none(), "p", "0", "1")["content"], content);
         // A content too long is cut from the end of the answers; a note stays whole.
         lead.message = "m".repeat(MAX_PROPERTY_CHARS);
-        let cut = ticket_content(&lead, "\n\n(note)");
+        let cut = ticket_content(&lead, &[], "\n\n(note)");
         assert_eq!(cut.chars().count(), MAX_PROPERTY_CHARS);
         assert!(cut.ends_with("…\n\n(note)"), "{}", &cut[cut.len() - 20..]);
     }
@@ -346,18 +412,18 @@ mod tests {
     fn a_ticket_holds_the_submission_id_a_subject_the_message_and_the_pipeline() {
         let mut lead = lead_with_email("ada@example.com");
         lead.message = String::from("Hello");
-        let ticket = ticket_properties(&lead, "static_forms_submission_id", "0", "1");
+        let ticket = ticket_properties(&lead, &none(), "static_forms_submission_id", "0", "1");
         assert_eq!(
             ticket,
             json!({"static_forms_submission_id": "sub_1", "subject": "Form submission from Ada Lovelace",
                    "content": "Hello", "hs_pipeline": "0", "hs_pipeline_stage": "1"})
         );
         lead.name = String::new();
-        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission from ada@example.com");
+        assert_eq!(ticket_properties(&lead, &none(), "p", "0", "1")["subject"], "Form submission from ada@example.com");
         lead.email = String::new();
-        assert_eq!(ticket_properties(&lead, "p", "0", "1")["subject"], "Form submission");
+        assert_eq!(ticket_properties(&lead, &none(), "p", "0", "1")["subject"], "Form submission");
         lead.message = "m".repeat(MAX_PROPERTY_CHARS + 5);
-        let content = ticket_properties(&lead, "p", "0", "1")["content"].as_str().unwrap().chars().count();
+        let content = ticket_properties(&lead, &none(), "p", "0", "1")["content"].as_str().unwrap().chars().count();
         assert_eq!(content, MAX_PROPERTY_CHARS, "cut to HubSpot's property limit");
     }
 
@@ -365,7 +431,7 @@ mod tests {
     fn the_contact_id_and_its_email_property_are_the_same_trimmed_text() {
         for email in ["ada@example.com", "  ada@example.com", "ada@example.com \t\n", " ada@example.com "] {
             let lead = lead_with_email(email);
-            let (id, properties) = contact_input(&lead).unwrap();
+            let (id, properties) = contact_input(&lead, &none()).unwrap();
             assert_eq!(id, "ada@example.com", "{email:?}");
             assert_eq!(properties["email"], id, "{email:?}");
             assert_eq!(properties["firstname"], "Ada");
@@ -373,11 +439,11 @@ mod tests {
         // Never cut apart from the ID, however long.
         let long = format!(" {}@example.com ", "a".repeat(MAX_PROPERTY_CHARS));
         let lead = lead_with_email(&long);
-        let (id, properties) = contact_input(&lead).unwrap();
+        let (id, properties) = contact_input(&lead, &none()).unwrap();
         assert_eq!((properties["email"].as_str(), id), (Some(long.trim()), long.trim()));
         // No email (or only spaces): no contact.
-        assert_eq!(contact_input(&lead_with_email(" \t ")), None);
-        assert_eq!(contact_properties(&lead_with_email(" ")).get("email"), None);
+        assert_eq!(contact_input(&lead_with_email(" \t "), &none()), None);
+        assert_eq!(contact_properties(&lead_with_email(" "), &none()).get("email"), None);
     }
 
     #[test]
@@ -388,7 +454,7 @@ mod tests {
             )})
         };
         assert_eq!(classify_contact_error(&verdicts("phone")), CONTACT_PROPERTY_REFUSED);
-        assert_eq!(classify_upsert_answer("contacts", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
+        assert_eq!(classify_upsert_answer("contacts", "p", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
         let listed = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["company"]}},
             {"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]});
         assert_eq!(classify_contact_error(&listed), CONTACT_PROPERTY_REFUSED);
@@ -396,6 +462,9 @@ mod tests {
         // property, or the portal's setup: as before.
         let rejected = SinkError::Permanent { reason: "sink_rejected" };
         assert_eq!(classify_contact_error(&verdicts("lastname")), rejected);
+        assert_eq!(classify_contact_error(&verdicts("firstname")), rejected);
+        // A mapped property's value: tried with the email and name alone.
+        assert_eq!(classify_contact_error(&verdicts("company_size")), CONTACT_PROPERTY_REFUSED);
         assert_eq!(classify_contact_error(&verdicts("email")), rejected);
         let both = json!({"errors": [{"context": {"propertyName": ["phone", "email"]}}]});
         assert_eq!(classify_contact_error(&both), rejected);
@@ -405,28 +474,34 @@ mod tests {
             classify_contact_error(&missing),
             SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
         );
-        assert_eq!(classify_upsert_answer("tickets", 400, &verdicts("phone"), None), rejected, "a ticket's stays");
+        // A ticket refused for a property not its own: once more without its mapped ones.
+        assert_eq!(classify_upsert_answer("tickets", "p", 400, &verdicts("phone"), None), TICKET_PROPERTY_REFUSED);
+        for own in ["subject", "content", "hs_pipeline_stage", "p"] {
+            let verdict = classify_upsert_answer("tickets", "p", 400, &verdicts(own), None);
+            assert_ne!(verdict, TICKET_PROPERTY_REFUSED, "{own}");
+        }
+        assert_eq!(classify_ticket_error(&json!({"category": "VALIDATION_ERROR"}), "p"), rejected);
     }
 
     #[test]
     fn a_conflict_on_the_contact_is_permanent_and_anything_else_by_its_status() {
         let conflict = json!({"status": "error", "category": "CONFLICT", "message": "Contact already exists."});
         assert_eq!(
-            classify_upsert_answer("contacts", 409, &conflict, None),
+            classify_upsert_answer("contacts", "p", 409, &conflict, None),
             SinkError::Permanent { reason: "sink_contact_conflict" }
         );
         assert_eq!(
-            classify_upsert_answer("tickets", 409, &conflict, None),
+            classify_upsert_answer("tickets", "p", 409, &conflict, None),
             SinkError::Retryable { reason: "sink_unavailable", retry_after: None }
         );
         let missing = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]});
         assert_eq!(
-            classify_upsert_answer("tickets", 400, &missing, None),
+            classify_upsert_answer("tickets", "p", 400, &missing, None),
             SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
         );
         for status in [429, 500, 502, 503, 504] {
             assert_eq!(
-                classify_upsert_answer("contacts", status, &Value::Null, Some("2")),
+                classify_upsert_answer("contacts", "p", status, &Value::Null, Some("2")),
                 SinkError::Retryable {
                     reason: "sink_unavailable",
                     retry_after: Some(std::time::Duration::from_secs(2))

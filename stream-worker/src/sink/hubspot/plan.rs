@@ -7,8 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use shared::lead::Lead;
 
-use super::api::{contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT, CONTACT_PROPERTY_REFUSED};
+use super::api::{
+    contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT, CONTACT_IDENTITY, CONTACT_PROPERTY_REFUSED,
+};
 use super::batch::{Found, Written};
+use super::catalogue::Properties;
 use crate::sink::contract::SinkError;
 
 /// A ticket answered under another case of its value (or a batch naming one ID in two cases):
@@ -45,11 +48,12 @@ pub(super) fn open_leads(
 
 /// One contact input per person among `leads` (those that gave an email), by the email in
 /// lowercase (HubSpot compares emails without case and refuses a batch naming one record
-/// twice): the trimmed email as the input's ID, and the latest lead's properties.
-pub(super) fn people<'a>(leads: impl Iterator<Item = &'a Lead>) -> BTreeMap<String, (String, Value)> {
+/// twice): the trimmed email as the input's ID, and the latest lead's properties (with its
+/// mapped ones).
+pub(super) fn people<'a>(leads: impl Iterator<Item = (&'a Lead, &'a Properties)>) -> BTreeMap<String, (String, Value)> {
     let mut people = BTreeMap::new();
-    for lead in leads {
-        if let Some((email, properties)) = contact_input(lead) {
+    for (lead, mapped) in leads {
+        if let Some((email, properties)) = contact_input(lead, mapped) {
             people.insert(email.to_lowercase(), (email.to_owned(), properties));
         }
     }
@@ -57,17 +61,16 @@ pub(super) fn people<'a>(leads: impl Iterator<Item = &'a Lead>) -> BTreeMap<Stri
 }
 
 /// The contacts' inputs to try once more at once, each with its index: one whose answer was a
-/// conflict (a race with a concurrent create) as it was; one refused for its company or phone
-/// ([`CONTACT_PROPERTY_REFUSED`]: a portal's validation rule) without them, so with its email
-/// and name.
+/// conflict (a race with a concurrent create) as it was; one refused for another property than
+/// its email and name ([`CONTACT_PROPERTY_REFUSED`]: a portal's validation rule, a mapped
+/// value) with its email and name alone.
 pub(super) fn second_tries(inputs: &[(String, Value)], written: &[Written]) -> Vec<(usize, (String, Value))> {
     let again = |i: usize| match &written[i] {
         Err(error) if *error == CONTACT_CONFLICT => Some((i, inputs[i].clone())),
         Err(error) if *error == CONTACT_PROPERTY_REFUSED => {
             let (id, mut properties) = inputs[i].clone();
             if let Some(properties) = properties.as_object_mut() {
-                properties.remove("company");
-                properties.remove("phone");
+                properties.retain(|name, _| CONTACT_IDENTITY.contains(&name.as_str()));
             }
             Some((i, (id, properties)))
         }
@@ -96,13 +99,20 @@ pub(super) fn contact_results(
         .collect()
 }
 
-/// A new ticket's properties; when the lead's contact was given up, the email as submitted is
-/// kept at the end of its content.
-pub(super) fn new_ticket(lead: &Lead, contact_given_up: bool, id_property: &str, pipeline: &str, stage: &str) -> Value {
-    let mut properties = ticket_properties(lead, id_property, pipeline, stage);
+/// Where a new ticket goes, and the property holding its submission ID.
+pub(super) struct TicketPlace<'a> {
+    pub id_property: &'a str,
+    pub pipeline: &'a str,
+    pub stage: &'a str,
+}
+
+/// A new ticket's properties (with the lead's `mapped` ones); when the lead's contact was given
+/// up, the email as submitted is kept at the end of its content.
+pub(super) fn new_ticket(lead: &Lead, mapped: &Properties, contact_given_up: bool, place: &TicketPlace) -> Value {
+    let mut properties = ticket_properties(lead, mapped, place.id_property, place.pipeline, place.stage);
     if contact_given_up && !lead.email.trim().is_empty() {
         let note = format!("\n\n(email as submitted: {})", lead.email.trim());
-        properties["content"] = Value::String(ticket_content(lead, &note));
+        properties["content"] = Value::String(ticket_content(lead, &mapped.ticket_shown, &note));
     }
     properties
 }
@@ -146,7 +156,8 @@ mod tests {
             lead("2", "", ""),
             lead("3", "Ada Lovelace", " ADA@example.com "),
         ];
-        let people = people(leads.iter());
+        let none = Properties::default();
+        let people = people(leads.iter().map(|lead| (lead, &none)));
         assert_eq!(people.len(), 1, "{people:?}");
         let (id, properties) = &people["ada@example.com"];
         assert_eq!(id, "ADA@example.com", "the latest lead's trimmed email is the input's ID");
@@ -161,17 +172,19 @@ mod tests {
         let unavailable = SinkError::Retryable { reason: "sink_unavailable", retry_after: None };
         let written = vec![Ok("7".to_owned()), Err(CONTACT_CONFLICT), Err(unavailable)];
         let input = |email: &str| {
-            (email.to_owned(), json!({"email": email, "phone": "12", "company": "Acme", "firstname": "Ada"}))
+            let properties = json!({"email": email, "phone": "12", "company": "Acme", "firstname": "Ada",
+                "lastname": "King", "company_size": "11_50"});
+            (email.to_owned(), properties)
         };
         let inputs = [input("a"), input("b"), input("c")];
         assert_eq!(second_tries(&inputs, &written), [(1, input("b"))]);
         let conflict = Err(CONTACT_CONFLICT);
         let tries = second_tries(&inputs, &[conflict.clone(), Ok("1".to_owned()), conflict]);
         assert_eq!(tries, [(0, input("a")), (2, input("c"))]);
-        // A property refused: once more without company and phone; any other refusal: given up.
+        // A property refused: once more with the email and name alone; any other refusal: given up.
         let rejected = SinkError::Permanent { reason: "sink_rejected" };
         let tries = second_tries(&inputs, &[Err(CONTACT_PROPERTY_REFUSED), Err(rejected), Ok("1".to_owned())]);
-        assert_eq!(tries, [(0, ("a".to_owned(), json!({"email": "a", "firstname": "Ada"})))]);
+        assert_eq!(tries, [(0, ("a".to_owned(), json!({"email": "a", "firstname": "Ada", "lastname": "King"})))]);
         let people = ["a", "b", "c"].map(String::from);
         let results = contact_results(people.into_iter(), written);
         assert_eq!(results["a"], Ok(Some("7".to_owned())));
@@ -181,11 +194,13 @@ mod tests {
 
     #[test]
     fn a_ticket_keeps_the_email_only_when_its_contact_was_given_up() {
-        let with = new_ticket(&lead("s", "Ada", " ada@example.com "), true, "p", "0", "1");
+        let place = TicketPlace { id_property: "p", pipeline: "0", stage: "1" };
+        let none = Properties::default();
+        let with = new_ticket(&lead("s", "Ada", " ada@example.com "), &none, true, &place);
         assert_eq!(with["content"], "Hello\n\n(email as submitted: ada@example.com)");
-        let without = new_ticket(&lead("s", "Ada", "ada@example.com"), false, "p", "0", "1");
+        let without = new_ticket(&lead("s", "Ada", "ada@example.com"), &none, false, &place);
         assert_eq!(without["content"], "Hello");
-        let no_email = new_ticket(&lead("s", "Ada", " "), true, "p", "0", "1");
+        let no_email = new_ticket(&lead("s", "Ada", " "), &none, true, &place);
         assert_eq!(no_email["content"], "Hello");
         assert_eq!(with["p"], "s");
     }

@@ -41,7 +41,7 @@ pub struct Salesforce {
     pub(super) mapping: shared::field_map::FieldMapping,
     /// The mapping typed by the org's describe, once read (at start, or before the first
     /// create when the start-up check could not reach the org).
-    pub(super) typed: Mutex<Option<std::sync::Arc<super::catalogue::Typed>>>,
+    pub(super) typed: Mutex<Option<std::sync::Arc<crate::sink::typed_map::Typed>>>,
 }
 
 /// What the token request needs.

@@ -26,6 +26,7 @@ use super::mapped;
 use super::refusals::{self, Meaning, Refusal};
 use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
+use crate::sink::typed_map;
 
 /// Records per collection call: Salesforce takes up to 200.
 pub const BATCH_SIZE: usize = 200;
@@ -130,7 +131,7 @@ impl Salesforce {
             Ok(typed) => typed,
             Err(error) => return vec![Err(error); items.len()],
         };
-        let mut mapped = mapped::mapped(items, typed.as_deref());
+        let mut mapped = typed_map::mapped(items, typed.as_deref());
         // How many times each record was sent again without refused values.
         let mut withouts = vec![0u8; items.len()];
         let mut records: Vec<Value> =
@@ -199,7 +200,7 @@ impl Salesforce {
                 match outcome(answer, &field, &records[i], droppable) {
                     Outcome::Saved(result) => {
                         if result.is_ok() {
-                            mapped::log_left_out(items[i].lead, &mapped[i]);
+                            typed_map::log_left_out(items[i].lead, &mapped[i].left_out);
                         }
                         results[i] = result;
                     }

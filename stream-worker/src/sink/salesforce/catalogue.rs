@@ -4,14 +4,11 @@
 //! line and the field, never a value.
 
 use serde_json::Value;
-use shared::field_map::{FieldMapping, ProfileMap, TypedLink, TypedMap};
-use shared::profile::Profile;
-use shared::typed::{convert, Choice, FieldType, Kind};
+use shared::field_map::FieldMapping;
+use shared::typed::{Choice, FieldType, Kind};
 
 use super::lead::email_accepted;
-
-/// The mapping of each profile it names, typed.
-pub type Typed = Vec<(Profile, TypedMap)>;
+use crate::sink::typed_map::{self, Typed};
 
 /// The describe's entry for `name` (API names compare without case, as Salesforce does).
 pub fn find<'a>(fields: &'a [Value], name: &str) -> Option<&'a Value> {
@@ -72,111 +69,44 @@ pub fn field_type(field: &Value) -> Result<FieldType, String> {
 /// `mapping` checked against the describe's `fields`, typed; `external_id_field` is the sink's
 /// own and no answer may fill it. The error names the line and the field.
 pub fn resolve(mapping: &FieldMapping, fields: &[Value], external_id_field: &str) -> Result<Typed, String> {
-    let mut typed = Vec::new();
-    for (profile, map) in &mapping.profiles {
-        let mut out = resolve_map(profile.name(), map, fields, external_id_field)?;
-        for (form, form_map) in &map.forms {
-            let table = format!("{}.forms.{form}", profile.name());
-            out.forms.push((form.clone(), resolve_map(&table, form_map, fields, external_id_field)?));
-        }
-        typed.push((*profile, out));
-    }
-    Ok(typed)
-}
-
-/// One profile's (or form's, `table` its name) fields and constants, typed.
-fn resolve_map(table: &str, map: &ProfileMap, fields: &[Value], external_id_field: &str) -> Result<TypedMap, String> {
-    let at = |line: usize, field: &str, what: &str| {
-        format!("LEAD_MAPPING line {line} ([{table}]): the Lead field {field:?} {what}")
-    };
-    let described = |line: usize, name: &str| -> Result<(String, FieldType), String> {
+    let described = |name: &str| -> Result<(String, FieldType), String> {
         let Some(field) = find(fields, name) else {
-            return Err(at(line, name, "does not exist on Lead, or the integration user cannot see it"));
+            return Err(String::from("does not exist on Lead, or the integration user cannot see it"));
         };
         if name.eq_ignore_ascii_case(external_id_field) {
-            return Err(at(line, name, "is the external ID field, which the sink fills itself"));
+            return Err(String::from("is the external ID field, which the sink fills itself"));
         }
         if name.eq_ignore_ascii_case("Description") {
-            return Err(at(
-                line,
-                name,
+            return Err(String::from(
                 "holds the message and every answer no field holds, which the sink writes itself",
             ));
         }
         if field["createable"] != Value::Bool(true) {
-            return Err(at(
-                line,
-                name,
+            return Err(String::from(
                 "cannot be set on a new Lead (read-only, or the integration user may not edit it)",
             ));
         }
-        let ty = field_type(field).map_err(|why| at(line, name, &why))?;
+        let ty = field_type(field)?;
         Ok((field["name"].as_str().unwrap_or(name).to_owned(), ty))
     };
-    let mut out = TypedMap::default();
-    for link in &map.fields {
-        let (field, ty) = described(link.line, &link.field)?;
-        out.fields.push(TypedLink { answer: link.answer.clone(), field, ty });
-    }
-    for constant in &map.constants {
-        let (field, ty) = described(constant.line, &constant.field)?;
-        match convert(&constant.value, &ty) {
-            Ok(Some(value)) => out.constants.push((field, value)),
-            Ok(None) => return Err(at(constant.line, &field, "is given an empty constant")),
-            Err(unfit) => {
-                return Err(at(constant.line, &field, &format!("cannot take the constant ({})", unfit.reason())))
-            }
-        }
-    }
-    Ok(out)
+    typed_map::resolve(mapping, "the Lead field", &described)
 }
 
 /// Each mapped field with its Salesforce type and what it will take, one line each, for
 /// `stream-worker mapping check`.
 pub fn describe_lines(typed: &Typed, fields: &[Value]) -> Vec<String> {
-    let mut lines = Vec::new();
-    for (profile, map) in typed {
-        map_lines(profile.name(), map, fields, &mut lines);
-        for (form, form_map) in &map.forms {
-            map_lines(&format!("{}.forms.{form}", profile.name()), form_map, fields, &mut lines);
-        }
-    }
-    lines
-}
-
-fn map_lines(table: &str, map: &TypedMap, fields: &[Value], lines: &mut Vec<String>) {
     let type_of = |name: &str| find(fields, name).and_then(|f| f["type"].as_str()).unwrap_or("?").to_owned();
-    for link in &map.fields {
-        let ty = type_of(&link.field);
-        lines.push(format!("[{table}] {:?} -> {} ({ty}{})", link.answer, link.field, limits(&link.ty)));
-    }
-    for (field, value) in &map.constants {
-        lines.push(format!("[{table}] constant -> {field} ({}) = {}", type_of(field), value.to_text()));
-    }
-}
-
-fn limits(ty: &FieldType) -> String {
-    let mut out = String::new();
-    if let Some(max) = ty.max_units {
-        out.push_str(&format!(", up to {max} characters"));
-    }
-    if let Some(digits) = ty.whole_digits {
-        out.push_str(&format!(", up to {digits} digits before the point"));
-    }
-    if !ty.options.is_empty() {
-        let values: Vec<&str> = ty.options.iter().map(|o| o.value.as_str()).collect();
-        let which = if ty.restricted { "only" } else { "or other text" };
-        out.push_str(&format!(", {} ({which})", values.join(" | ")));
-    }
-    out
+    typed_map::lines(typed, &type_of)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use shared::field_map::{Constant, Link};
+    use shared::field_map::{Constant, Link, ProfileMap};
     use shared::json::Json;
+    use shared::profile::Profile;
+    use shared::typed::convert;
 
     fn describe() -> Vec<Value> {
         let yes = |name: &str, ty: &str, extra: Value| {

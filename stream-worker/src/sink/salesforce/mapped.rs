@@ -1,14 +1,12 @@
-//! A collection's leads through the lead mapping: each item's mapped fields (by its receipt's
-//! profile, and its form), the mapped fields a refusal of the org's names (a value it does not
-//! take costs that field, never the lead), and the log line of the fields left out.
+//! A collection's records and the lead mapping: the mapped fields a refusal of the org's names
+//! (a value it does not take costs that field, never the lead), and what a record sent again
+//! leaves out. Each item's mapped fields and the log line of those left out:
+//! [`crate::sink::typed_map`].
 
-use serde_json::{json, Value};
-use shared::field_map::{apply, of_key, Mapped};
-use shared::lead::Lead;
+use serde_json::Value;
+use shared::field_map::Mapped;
 
-use super::catalogue::Typed;
 use super::refusals::Refusal;
-use crate::sink::contract::BatchItem;
 
 /// The codes of a refusal of one field's value: the value is left out (the org's restricted
 /// picklist, a type, a length, a range, an address, a validation rule shown at the field, a
@@ -23,12 +21,6 @@ pub const VALUE_CODES: [&str; 7] = [
     "FIELD_CUSTOM_VALIDATION_EXCEPTION",
     "FIELD_INTEGRITY_EXCEPTION",
 ];
-
-/// Each item's lead through its profile's mapping (none: the default fields only).
-pub fn mapped(items: &[BatchItem<'_>], typed: Option<&Typed>) -> Vec<Mapped> {
-    let map = |key: &str| of_key(typed?, key);
-    items.iter().map(|item| map(item.receipt_key).map(|m| apply(item.lead, m)).unwrap_or_default()).collect()
-}
 
 /// The fields of `mapped` in `record` that `errors` refuse for their values ([`VALUE_CODES`],
 /// naming the field).
@@ -53,71 +45,11 @@ pub fn to_leave_out(refused: &[String], mapped: &Mapped, time: u8) -> Vec<String
     names
 }
 
-/// Logs [`left_out_line`], when there is one.
-pub fn log_left_out(lead: &Lead, mapped: &Mapped) {
-    if let Some(line) = left_out_line(lead, mapped) {
-        eprintln!("{line}");
-    }
-}
-
-/// The log line of a Lead created without some mapped fields: the submission, and each field
-/// left out with why, never its value (the value is in the Lead's `Description`).
-pub fn left_out_line(lead: &Lead, mapped: &Mapped) -> Option<String> {
-    if mapped.left_out.is_empty() {
-        return None;
-    }
-    Some(
-        json!({"submissionId": lead.external_id, "action": "sink_fields_left_out", "fieldsLeftOut": left_out(mapped)})
-            .to_string(),
-    )
-}
-
-/// The fields left out, each `{"field", "reason"}`.
-pub fn left_out(mapped: &Mapped) -> Vec<Value> {
-    mapped.left_out.iter().map(|(field, unfit)| json!({"field": field, "reason": unfit.reason()})).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use shared::json::Json;
-    use shared::typed::Unfit;
-
-    #[test]
-    fn the_fields_left_out_are_logged_by_name_and_reason_never_their_values() {
-        let Json::Object(extra) = shared::json::parse(br#"{"Start":"2026-02-30","Size":"Huge"}"#).unwrap() else {
-            unreachable!()
-        };
-        let lead = Lead { external_id: "tally:r1".into(), extra, ..Lead::default() };
-        assert_eq!(left_out_line(&lead, &Mapped::default()), None);
-        let mapped = Mapped {
-            left_out: vec![("Start__c".into(), Unfit::NotADate), ("Size__c".into(), Unfit::Refused)],
-            ..Mapped::default()
-        };
-        let line = left_out_line(&lead, &mapped).unwrap();
-        assert_eq!(
-            line,
-            r#"{"action":"sink_fields_left_out","fieldsLeftOut":[{"field":"Start__c","reason":"not_a_date"},{"field":"Size__c","reason":"refused_by_the_crm"}],"submissionId":"tally:r1"}"#
-        );
-    }
-
-    #[test]
-    fn each_item_is_mapped_by_its_receipt_s_profile() {
-        use shared::field_map::{TypedLink, TypedMap};
-        use shared::profile::Profile;
-        use shared::typed::{FieldType, Kind};
-        let Json::Object(extra) = shared::json::parse(br#"{"Size":"11-50"}"#).unwrap() else { unreachable!() };
-        let lead = Lead { extra, ..Lead::default() };
-        let link = TypedLink { answer: "Size".into(), field: "Size__c".into(), ty: FieldType::of(Kind::Text) };
-        let typed: Typed = vec![(Profile::Tally, TypedMap { fields: vec![link], ..TypedMap::default() })];
-        let (tally, typeform) = (Profile::Tally.key("r1"), Profile::Typeform.key("f:t"));
-        let items = [BatchItem { lead: &lead, receipt_key: &tally }, BatchItem { lead: &lead, receipt_key: &typeform }];
-        let out = mapped(&items, Some(&typed));
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[0].values, [(String::from("Size__c"), Json::string("11-50"))]);
-        assert!(out[1].values.is_empty(), "a profile the mapping does not name keeps the default");
-        assert!(mapped(&items, None).iter().all(|m| m.values.is_empty()));
-    }
+    use serde_json::json;
 
     #[test]
     fn the_second_time_every_mapped_field_is_left_out() {
