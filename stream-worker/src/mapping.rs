@@ -198,10 +198,12 @@ fn auto_assign(value: &str) -> Option<String> {
     id.then(|| value.to_owned())
 }
 
-/// A CRM field's API name: letters, digits and `_`, starting with a letter.
+/// A CRM field's API name: letters, digits and `_`, starting with a letter; for HubSpot,
+/// `contact.` or `ticket.` before it names the object.
 fn check_field_name(name: &str) -> Result<(), String> {
-    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let bare = name.strip_prefix("contact.").or_else(|| name.strip_prefix("ticket.")).unwrap_or(name);
+    let ok = bare.starts_with(|c: char| c.is_ascii_alphabetic())
+        && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if ok {
         Ok(())
     } else {
@@ -283,6 +285,12 @@ mod tests {
         assert!(error.starts_with("LEAD_MAPPING line 4: no sender profile \"talley\""), "{error}");
         let error = refused("[tally.fields]\nsize = \"Size c\"\n");
         assert!(error.starts_with("LEAD_MAPPING line 2: \"Size c\" is not a field's API name"), "{error}");
+        let hubspot = parse("[tally.fields]\na = \"ticket.source\"\nb = \"contact.size\"\n", "m").unwrap();
+        assert_eq!(hubspot.profiles[0].1.fields[0].field, "ticket.source");
+        for wrong in ["deal.amount", "ticket.", "ticket.a.b", ".size", "contact.1x"] {
+            let error = refused(&format!("[tally.fields]\nsize = \"{wrong}\"\n"));
+            assert!(error.contains("is not a field's API name"), "{wrong}: {error}");
+        }
         let error = refused("[tally.fields]\na = \"Size__c\"\nb = \"size__C\"\n");
         assert!(
             error.starts_with("LEAD_MAPPING line 3: the field \"size__C\" is filled by two answers (and on line 2)"),

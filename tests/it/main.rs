@@ -17,6 +17,7 @@ mod lambda_mode;
 mod listing;
 mod log_hygiene;
 mod mapped;
+mod mapped_hubspot;
 mod operate;
 mod operate_faults;
 mod profiles;

@@ -10,8 +10,10 @@ use serde_json::{json, Value};
 
 use crate::stub_http::{FailNext, StubRequest, StubResponse, StubServer};
 
+mod hubspot_properties;
 mod salesforce;
 mod salesforce_fields;
+pub use hubspot_properties::PortalProperty;
 pub use salesforce::{DuplicateRule, SalesforceStandIn, SalesforceState};
 pub use salesforce_fields::OrgField;
 
@@ -24,8 +26,10 @@ pub use salesforce_fields::OrgField;
 /// when the inputs carry `objectWriteTraceId`; an email without `@` is `INVALID_EMAIL`), v4
 /// default associations and their listing, tickets read by the unique property (`batch/read`,
 /// a 207 `OBJECT_NOT_FOUND` for missing IDs), `application/json` required on every body (415),
-/// a property catalogue (an input naming another property is a 400 `PROPERTY_DOESNT_EXIST`),
-/// the properties API, and rate limits as 429 with
+/// a property catalogue (an input naming another property is a 400 `PROPERTY_DOESNT_EXIST`)
+/// with typed properties of the portal's own ([`PortalProperty`]: listed by the properties
+/// API, each input's values checked, a refused one an `INVALID_OPTION`, `INVALID_INTEGER`,
+/// `INVALID_BOOLEAN` or `INVALID_DATE` verdict for that input), and rate limits as 429 with
 /// `policyName` and the `X-HubSpot-RateLimit-*` headers (no `Retry-After`, which HubSpot
 /// documents only for other answers), a body that is not JSON (or none on a write) refused with
 /// 400 `VALIDATION_ERROR` `Invalid input JSON on line L, column C: ...` (HubSpot's answer as
@@ -82,6 +86,8 @@ pub struct HubSpotState {
     /// the verdicts of a `VALIDATION_ERROR` (HubSpot documents no code for it: here
     /// `INVALID_PHONE_NUMBER`; the sink reads only the property's name).
     pub phone_validation: bool,
+    /// The portal's own typed properties, contacts' and tickets', beyond the defaults.
+    pub portal_properties: Vec<PortalProperty>,
     /// Every call served past the failures and the token, as `METHOD /path` (no query).
     pub calls: Vec<String>,
     /// Failures for requests whose path ends with the key (`tickets/batch/read`,
@@ -194,14 +200,55 @@ const TICKET_PROPERTIES: [&str; 6] =
 fn unknown_property(state: &HubSpotState, path: &[&str], body: &Value) -> Option<String> {
     let ["crm", "v3", "objects", object, ..] = path else { return None };
     let own = state.ticket_property.as_ref().map(|(p, _)| p.as_str());
+    let typed = |name: &str| state.portal_properties.iter().any(|p| p.object == *object && p.name == name);
     let known = |name: &str| match *object {
-        "contacts" => CONTACT_PROPERTIES.contains(&name),
-        "tickets" => TICKET_PROPERTIES.contains(&name) || Some(name) == own,
+        "contacts" => CONTACT_PROPERTIES.contains(&name) || typed(name),
+        "tickets" => TICKET_PROPERTIES.contains(&name) || Some(name) == own || typed(name),
         _ => true,
     };
     let single = body.get("properties").into_iter();
     let inputs = body["inputs"].as_array().into_iter().flatten().filter_map(|i| i.get("properties"));
     single.chain(inputs).filter_map(Value::as_object).flat_map(|p| p.keys()).find(|name| !known(name)).cloned()
+}
+
+/// The properties API's listing of `object`'s properties: the defaults (text, but the
+/// pipeline's, whose options are the pipelines'), the ticket property for submission IDs, and
+/// the portal's own.
+fn listed_properties(state: &HubSpotState, object: &str) -> Value {
+    let defaults: &[&str] = if object == "contacts" { &CONTACT_PROPERTIES } else { &TICKET_PROPERTIES };
+    let own = state.ticket_property.iter().filter(|_| object == "tickets").map(|(name, _)| name.as_str());
+    let typed = |name: &str| state.portal_properties.iter().any(|p| p.object == object && p.name == name);
+    let mut results: Vec<Value> = defaults
+        .iter()
+        .copied()
+        .filter(|name| !typed(name))
+        .chain(own)
+        .map(|name| {
+            let external = name.starts_with("hs_pipeline") || name == "hubspot_owner_id";
+            let (ty, field_type) = if external { ("enumeration", "select") } else { ("string", "text") };
+            json!({"name": name, "label": name, "type": ty, "fieldType": field_type, "options": [],
+                   "externalOptions": external, "calculated": false,
+                   "modificationMetadata": {"readOnlyValue": false}})
+        })
+        .collect();
+    results.extend(state.portal_properties.iter().filter(|p| p.object == object).map(PortalProperty::listed));
+    json!({"results": results})
+}
+
+/// The verdicts on an input's values of the portal's typed properties: `None` when every one
+/// is taken.
+fn typed_refusal(state: &HubSpotState, object: &str, properties: &serde_json::Map<String, Value>) -> Option<Value> {
+    let verdicts: Vec<(&str, &str, String)> = state
+        .portal_properties
+        .iter()
+        .filter(|p| p.object == object)
+        .filter_map(|p| {
+            let (code, message) = p.check(properties.get(p.name)?)?;
+            Some((code, p.name, message))
+        })
+        .collect();
+    let items: Vec<(&str, &str, &str)> = verdicts.iter().map(|(c, n, m)| (*c, *n, m.as_str())).collect();
+    (!items.is_empty()).then(|| invalid_properties(&items))
 }
 
 fn validation_error(message: &str, code: &str) -> StubResponse {
@@ -491,6 +538,9 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                 json!({"status": "COMPLETE", "results": unordered(results), "numErrors": errors.len(), "errors": errors}),
             )
         }
+        ("GET", ["crm", "v3", "properties", object @ ("contacts" | "tickets")]) => {
+            StubResponse::json(200, listed_properties(state, object))
+        }
         ("GET", ["crm", "v3", "properties", "tickets", name]) => match &state.ticket_property {
             Some((property, unique)) if property == name => StubResponse::json(
                 200,
@@ -601,6 +651,10 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                         }
                         properties.insert(String::from("phone"), json!(bare));
                     }
+                    if let Some(refusal) = typed_refusal(state, "contacts", &properties) {
+                        errors.push(error_traced(&trace, refusal));
+                        continue;
+                    }
                     let (contact_id, created) = match state.contact_by_email(&id) {
                         Some(existing) => (existing, false),
                         None => {
@@ -646,6 +700,10 @@ fn serve(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubRe
                     {
                         let message = "was not one of the allowed options";
                         let refusal = invalid_properties(&[("INVALID_OPTION", "hs_pipeline_stage", message)]);
+                        errors.push(error_traced(&trace, refusal));
+                        continue;
+                    }
+                    if let Some(refusal) = typed_refusal(state, "tickets", &properties) {
                         errors.push(error_traced(&trace, refusal));
                         continue;
                     }

@@ -15,14 +15,14 @@ use super::contract::BatchItem;
 /// The mapping of each profile it names, typed.
 pub type Typed = Vec<(Profile, TypedMap)>;
 
+/// A CRM's lookup of one mapped field: its name as the CRM spells it and its type, or what is
+/// wrong with it.
+pub type Described<'a> = &'a dyn Fn(&str) -> Result<(String, FieldType), String>;
+
 /// `mapping` typed field by field: `described(name)` is the CRM's name for the field and its
 /// type, or what is wrong with it (said after `noun` and the field, as in "the Lead field
 /// \"X\" does not exist"). The error names the mapping's line and table.
-pub fn resolve(
-    mapping: &FieldMapping,
-    noun: &str,
-    described: &dyn Fn(&str) -> Result<(String, FieldType), String>,
-) -> Result<Typed, String> {
+pub fn resolve(mapping: &FieldMapping, noun: &str, described: Described) -> Result<Typed, String> {
     let mut typed = Vec::new();
     for (profile, map) in &mapping.profiles {
         let mut out = resolve_map(profile.name(), map, noun, described)?;
@@ -36,12 +36,7 @@ pub fn resolve(
 }
 
 /// One profile's (or form's, `table` its name) fields and constants, typed.
-fn resolve_map(
-    table: &str,
-    map: &ProfileMap,
-    noun: &str,
-    described: &dyn Fn(&str) -> Result<(String, FieldType), String>,
-) -> Result<TypedMap, String> {
+fn resolve_map(table: &str, map: &ProfileMap, noun: &str, described: Described) -> Result<TypedMap, String> {
     let at =
         |line: usize, field: &str, what: &str| format!("LEAD_MAPPING line {line} ([{table}]): {noun} {field:?} {what}");
     let mut out = TypedMap::default();

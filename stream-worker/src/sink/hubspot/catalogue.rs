@@ -51,8 +51,10 @@ fn own(object: &str, name: &str, id_property: &str) -> bool {
 ///
 /// `string` (text, text area, phone number) within [`MAX_PROPERTY_CHARS`]; `number`; `bool`;
 /// `date`; `datetime`; `enumeration` as one of its options (`select`, `radio`), several
-/// (`checkbox`, `;`-joined), or a yes or no (`booleancheckbox`), always restricted (HubSpot
-/// refuses another value, `INVALID_OPTION`), matched by label or internal value.
+/// (`checkbox`, `;`-joined), or a yes or no (`booleancheckbox`), restricted (HubSpot refuses
+/// another value, `INVALID_OPTION`), matched by label or internal value; but an enumeration
+/// whose options live elsewhere (`externalOptions`: owners, pipeline stages) lists none, and
+/// takes its text as it is, for HubSpot to check.
 pub fn property_type(property: &Value) -> Result<FieldType, String> {
     let ty = property["type"].as_str().unwrap_or_default();
     let field_type = property["fieldType"].as_str().unwrap_or_default();
@@ -81,8 +83,9 @@ pub fn property_type(property: &Value) -> Result<FieldType, String> {
         .collect();
     let mut typed = FieldType::of(kind);
     typed.max_units = (kind == Kind::Text).then_some(MAX_PROPERTY_CHARS);
-    typed.restricted = matches!(kind, Kind::Choice | Kind::Choices);
-    typed.options = options;
+    let external = property["externalOptions"] == Value::Bool(true);
+    typed.restricted = matches!(kind, Kind::Choice | Kind::Choices) && !external;
+    typed.options = if external { Vec::new() } else { options };
     Ok(typed)
 }
 
@@ -171,16 +174,40 @@ impl Properties {
 }
 
 /// A converted value as HubSpot's documentation asks for it: a boolean as `true` or `false`, a
-/// date as its midnight UTC in milliseconds, anything else as its text (a number's as written).
+/// date as its midnight UTC in milliseconds ("must be set to midnight UTC"), a date-time in
+/// milliseconds, anything else as its text (a number's as written).
 pub fn hubspot_value(value: &Json, kind: Kind) -> Value {
     let text = match value {
         Json::String(text) => text.clone(),
         other => other.to_text(),
     };
-    match kind {
-        Kind::Date => midnight_ms(&text).map_or(Value::String(text), |ms| Value::String(ms.to_string())),
-        _ => Value::String(text),
-    }
+    let ms = match kind {
+        Kind::Date => midnight_ms(&text),
+        Kind::DateTime => instant_ms(&text),
+        _ => None,
+    };
+    Value::String(ms.map_or(text, |ms| ms.to_string()))
+}
+
+/// A date-time as [`shared::typed::date_time`] writes it (`YYYY-MM-DDTHH:MM:SS[.SSS]` then `Z`
+/// or `±HH:MM`), in milliseconds since 1970 UTC.
+pub fn instant_ms(text: &str) -> Option<i64> {
+    let (day, time) = text.split_once('T')?;
+    let zone_at = time.find(['Z', '+', '-'])?;
+    let (clock, zone) = time.split_at(zone_at);
+    let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut parts = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hours, minutes, seconds) = (parts.next()??, parts.next()??, parts.next()??);
+    let millis = format!("{fraction:0<3}").get(..3)?.parse::<i64>().ok()?;
+    let offset = match zone {
+        "Z" => 0,
+        signed => {
+            let sign = if signed.starts_with('-') { -1 } else { 1 };
+            let (h, m) = signed.get(1..)?.split_once(':')?;
+            sign * (h.parse::<i64>().ok()? * 60 + m.parse::<i64>().ok()?) * 60_000
+        }
+    };
+    Some(midnight_ms(day)? + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis - offset)
 }
 
 /// A `YYYY-MM-DD` date's midnight UTC, in milliseconds since 1970 (negative before).
@@ -263,6 +290,12 @@ mod tests {
         assert_eq!(property_type(&bool_property).unwrap().kind, Kind::Boolean);
         let calculated = json!({"name": "c", "type": "string", "fieldType": "text", "calculated": true});
         assert!(property_type(&calculated).is_err());
+        // An owner: options elsewhere, none listed; any text goes, for HubSpot to check.
+        let owner = json!({"name": "hubspot_owner_id", "type": "enumeration", "fieldType": "select",
+            "externalOptions": true, "options": []});
+        let owner = property_type(&owner).unwrap();
+        assert!(!owner.restricted && owner.options.is_empty());
+        assert_eq!(convert(&Json::string("12345"), &owner), Ok(Some(Json::string("12345"))));
     }
 
     #[test]
@@ -318,7 +351,14 @@ mod tests {
         assert_eq!(hubspot_value(&number, Kind::Number), json!("12.50"));
         assert_eq!(hubspot_value(&Json::string("a;b"), Kind::Choices), json!("a;b"));
         let date_time = "2027-01-15T09:30:00+01:00";
-        assert_eq!(hubspot_value(&Json::string(date_time), Kind::DateTime), json!(date_time));
+        let at = 1_799_971_200_000 + (8 * 60 + 30) * 60_000;
+        assert_eq!(hubspot_value(&Json::string(date_time), Kind::DateTime), json!(at.to_string()));
+        assert_eq!(instant_ms("2027-01-15T08:30:00Z"), Some(at));
+        assert_eq!(instant_ms("2027-01-15T08:30:00.250Z"), Some(at + 250));
+        assert_eq!(instant_ms("2027-01-15T08:30:00.5Z"), Some(at + 500));
+        assert_eq!(instant_ms("2027-01-14T23:00:00-09:30"), Some(at));
+        assert_eq!(instant_ms("1969-12-31T23:59:59Z"), Some(-1000));
+        assert_eq!(instant_ms("2027-01-15"), None);
     }
 
     #[test]

@@ -48,8 +48,8 @@ pub fn to_leave_out(refused: &[String], mapped: &Mapped, time: u8) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::json::Json;
     use serde_json::json;
+    use shared::json::Json;
 
     #[test]
     fn the_second_time_every_mapped_field_is_left_out() {
