@@ -207,9 +207,10 @@ class StreamWorker(unittest.TestCase):
         self.assertEqual(TEMPLATE["Parameters"]["Architecture"]["Default"], "arm64")
         self.assertEqual(self.props["Architectures"], [{"Ref": "Architecture"}])
         self.assertIsInstance(self.props["MemorySize"], int)
-        # The worst record (Salesforce's, eight calls and the receipt updates: 91 s; HubSpot's
-        # batch 71 s) fits, with the start-up check (docs/sinks.md asks for at least 100 s).
-        self.assertGreaterEqual(self.props["Timeout"], 100)
+        # The worst batch (HubSpot's with a lead mapping, nine calls and the receipt updates:
+        # 101 s; Salesforce's record 91 s) fits, with the start-up check (docs/sinks.md asks
+        # for at least 120 s).
+        self.assertGreaterEqual(self.props["Timeout"], 120)
         env = self.props["Environment"]["Variables"]
         self.assertEqual(env["SINK_SECRET_ARN"], {"Ref": "SinkSecretArn"})
         for name in env:

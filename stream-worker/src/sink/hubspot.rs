@@ -370,8 +370,12 @@ impl LeadSink for HubSpot {
 
     fn batch_budget(&self) -> Duration {
         // The tickets' read, their associations, the contacts (twice after a conflict), the
-        // tickets, the associations: six calls, then the receipts' updates.
-        6 * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
+        // tickets, the associations: six calls, then the receipts' updates. With a lead
+        // mapping, three more: the contacts' and tickets' properties read before the first
+        // write (when the start-up check could not), and the tickets sent again without a
+        // refused mapped value.
+        let calls = if self.mapping.is_empty() { 6 } else { 9 };
+        calls * super::http::TIMEOUT + RECEIPT_UPDATE_BUDGET
     }
 
     async fn upsert(&self, lead: &Lead, receipt_key: &str) -> Result<(), SinkError> {
@@ -406,11 +410,33 @@ mod tests {
     }
 
     #[test]
-    fn a_hubspot_batch_may_take_six_calls_and_the_store_update() {
+    fn each_item_s_properties_come_from_its_profile_s_mapping_typed_by_the_portal() {
+        let contacts = [json!({"name": "start_date", "type": "date", "fieldType": "date"})];
+        let mapping = crate::mapping::parse("[tally.fields]\nStart = \"start_date\"\n", "m").unwrap();
+        let typed = catalogue::resolve(&mapping, &contacts, &[], "p").unwrap();
+        let Ok(shared::json::Json::Object(extra)) = shared::json::parse(br#"{"Start":"2027-01-15"}"#) else {
+            unreachable!()
+        };
+        let lead = Lead { extra, ..Lead::default() };
+        let (tally, typeform) =
+            (shared::profile::Profile::Tally.key("r1"), shared::profile::Profile::Typeform.key("f:t"));
+        let items = [BatchItem { lead: &lead, receipt_key: &tally }, BatchItem { lead: &lead, receipt_key: &typeform }];
+        let properties = HubSpot::mapped_properties(&items, Some(&typed));
+        assert_eq!(Value::Object(properties[0].contact.clone()), json!({"start_date": "1799971200000"}));
+        assert_eq!(properties[1], Properties::default(), "a profile the mapping does not name");
+        assert_eq!(HubSpot::mapped_properties(&items, None), [Properties::default(), Properties::default()]);
+    }
+
+    #[test]
+    fn a_hubspot_batch_may_take_six_calls_and_the_store_update_nine_with_a_mapping() {
         let tickets = TicketPipeline { pipeline: String::from("0"), stage: String::from("1") };
         let sink = HubSpot::new(reqwest::Client::new(), "https://api.hubapi.com", "t", "p", tickets);
         assert_eq!(sink.batch_budget(), std::time::Duration::from_secs(71));
         assert_eq!(sink.record_budget(), sink.batch_budget(), "one lead is a batch of one");
         assert_eq!(sink.batch_size(), 100);
+        let mapping = crate::mapping::parse("[tally.fields]\nsize = \"company_size\"\n", "m").unwrap();
+        let mapped = sink.with_mapping(mapping);
+        assert_eq!(mapped.batch_budget(), std::time::Duration::from_secs(101));
+        assert_eq!(mapped.record_budget(), mapped.batch_budget());
     }
 }
