@@ -1,7 +1,7 @@
 //! Log hygiene, end to end: deliveries carrying recognisable credentials and personal data go
 //! through the built Worker, the stream worker in local (poll) mode and in Lambda mode, into a
 //! sink that echoes what it is sent back in its error answers (and, in Lambda mode, into
-//! Salesforce through a lead mapping that leaves a value out). Every line every process wrote
+//! Salesforce and HubSpot through a lead mapping that leaves a value out). Every line every process wrote
 //! is collected, and none may hold any of those values in any encoding: plain, JSON-escaped,
 //! base64 (any alignment, both alphabets) or URL-encoded.
 
@@ -252,6 +252,25 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
     assert_eq!(status_of(&store, "hyg_mapped").as_deref(), Some("COMPLETED"), "{}", third.stderr);
     assert!(third.stderr.contains(r#"{"field":"Call_Date__c","reason":"not_a_date"}"#), "{}", third.stderr);
 
+    // The same into HubSpot: the contact is written without the property, the log names it.
+    let answer = deliver(&edge, &headers("hyg_hubspot"), &canary_body("hyg_hubspot", MESSAGE));
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    let image = store.get(TABLE, &delivery::key("hyg_hubspot")).unwrap();
+    let mut hubspot_event = event_of(image);
+    hubspot_event["Records"][0]["dynamodb"]["SequenceNumber"] = json!("300");
+    let portal = tests::crm::HubSpotStandIn::start("pat-hygiene-canary-token", "static_forms_submission_id");
+    portal.state.lock().unwrap().portal_properties =
+        vec![tests::crm::PortalProperty::new("contacts", "call_date", "date", "date")];
+    let settings = [
+        ("LEAD_SINK", "hubspot".to_owned()),
+        ("HUBSPOT_TOKEN", "pat-hygiene-canary-token".to_owned()),
+        ("HUBSPOT_BASE_URL", portal.server.url()),
+        ("LEAD_MAPPING", "[staticforms.fields]\nphone = \"call_date\"\n".to_owned()),
+    ];
+    let fourth = invoke_once(&store, &lambda_key, &settings, hubspot_event);
+    assert_eq!(status_of(&store, "hyg_hubspot").as_deref(), Some("COMPLETED"), "{}", fourth.stderr);
+    assert!(fourth.stderr.contains(r#"{"field":"contact.call_date","reason":"not_a_date"}"#), "{}", fourth.stderr);
+
     // Every line every process wrote.
     let edge_lines = edge.output();
     let sources: Vec<(&str, String)> = vec![
@@ -259,6 +278,7 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
         ("poll", poll_lines),
         ("lambda", [first.stdout, first.stderr, second.stdout, second.stderr].join("\n")),
         ("lambda, Salesforce with a mapping", [third.stdout, third.stderr].join("\n")),
+        ("lambda, HubSpot with a mapping", [fourth.stdout, fourth.stderr].join("\n")),
     ];
     // Each source said something about these deliveries, so the check below has lines to read.
     assert!(edge_lines.iter().filter(|l| l.contains("\"outcome\"")).count() >= statuses.len(), "{edge_lines:#?}");
@@ -289,6 +309,7 @@ fn no_process_logs_a_credential_or_personal_data_in_any_encoding() {
         ("edge AWS secret".into(), edge_key.secret.clone()),
         ("worker AWS secret".into(), worker_key.secret.clone()),
         ("Lambda AWS secret".into(), lambda_key.secret.clone()),
+        ("HubSpot token".into(), String::from("pat-hygiene-canary-token")),
     ];
     // Every other profile's secret, and its respondent's name and email (as its example gives them).
     for &profile in &others {

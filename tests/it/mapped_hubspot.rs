@@ -133,39 +133,117 @@ async fn hubspot_each_profile_s_answers_land_in_their_typed_properties_once() {
     }
 }
 
+/// `leads` as a batch's items, with their receipt keys.
+fn batch(leads: &[(Profile, shared::lead::Lead)], keys: &mut Vec<String>) {
+    keys.extend(leads.iter().map(|(profile, lead)| receipt_key(*profile, lead)));
+}
+
 #[tokio::test]
 async fn hubspot_a_value_the_portal_refuses_after_the_start_costs_those_properties_never_the_lead() {
     let standin = portal();
     let sink = mapped_sink(&standin, MAPPING).await;
     sink.check_configuration().await.unwrap();
-    // An administrator retires the company size `11-50` and the priority `High` after the
-    // start: the sink's types still take them, the portal refuses them (INVALID_OPTION).
-    {
-        let mut state = standin.state.lock().unwrap();
-        state.portal_properties[0].options.pop();
-        state.portal_properties[8].options.pop();
-    }
-    let leads = leads("hrefused");
-    let keys: Vec<String> = leads.iter().map(|(profile, lead)| receipt_key(*profile, lead)).collect();
+    // An administrator retires the company size `11-50` after the start: the sink's types
+    // still take it, the portal refuses the contact (INVALID_OPTION, the batch whole).
+    standin.state.lock().unwrap().portal_properties[0].options.pop();
+    let first = leads("hcontact");
+    let mut keys = Vec::new();
+    batch(&first, &mut keys);
     let items: Vec<BatchItem> =
-        leads.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+        first.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
     for result in sink.upsert_batch(&items, None).await {
         result.unwrap();
     }
-    let state = standin.state.lock().unwrap();
-    assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (3, 1, 3));
-    // The contact: its email and name, without the mapped values.
-    let contact = state.contacts.values().next().unwrap();
-    assert_eq!((contact["email"].as_str(), contact["lastname"].as_str()), (Some("ada@example.com"), Some("Lovelace")));
-    assert_eq!(contact.get("company_size"), None, "{contact}");
-    for (profile, lead) in &leads {
-        let (_, ticket) = &state.tickets[&lead.external_id];
-        assert_eq!((ticket.get("hs_ticket_priority"), ticket.get("source_channel")), (None, None), "{ticket}");
-        let content = ticket["content"].as_str().unwrap();
-        for kept in ["11-50", ": newsletter", ": launch", "2027-01-15"] {
-            assert!(content.contains(kept), "{profile:?}: {kept} missing: {content}");
+    {
+        let mut state = standin.state.lock().unwrap();
+        assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (3, 1, 3));
+        // The contact: its email and name alone; the tickets keep their own mapped values.
+        let contact = state.contacts.values().next().unwrap();
+        assert_eq!(
+            (contact["email"].as_str(), contact["lastname"].as_str()),
+            (Some("ada@example.com"), Some("Lovelace"))
+        );
+        assert_eq!((contact.get("company_size"), contact.get("consent")), (None, None), "{contact}");
+        for (profile, lead) in &first {
+            let (_, ticket) = &state.tickets[&lead.external_id];
+            assert_eq!(ticket["hs_ticket_priority"], "HIGH", "{profile:?}: {ticket}");
+            let content = ticket["content"].as_str().unwrap();
+            for kept in ["11-50", "2027-01-15", ": launch"] {
+                assert!(content.contains(kept), "{profile:?}: {kept} missing: {content}");
+            }
         }
+        state.calls.clear();
     }
+    // The next batch reads the properties again: the retired option is left out before
+    // sending, every other value written at once.
+    let second = leads("hcontact2");
+    let mut keys = Vec::new();
+    batch(&second, &mut keys);
+    let items: Vec<BatchItem> =
+        second.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    {
+        let mut state = standin.state.lock().unwrap();
+        assert_eq!(state.calls.len(), 6, "the properties twice, then four calls: {:?}", state.calls);
+        let contact = state.contacts.values().next().unwrap();
+        assert_eq!((contact.get("company_size"), contact["consent"].as_str()), (None, Some("true")), "{contact}");
+        // Then the priority `High`, a constant, is retired too; one visitor's email is one
+        // HubSpot refuses.
+        state.portal_properties[8].options.pop();
+    }
+    let mut third = leads("hticket");
+    let typo = tests::forms::tally("r_htypo").replace("ada@example.com", "ada.example.com");
+    third.push((Profile::Tally, tests::forms::lead(Profile::Tally, &typo)));
+    let mut keys = Vec::new();
+    batch(&third, &mut keys);
+    let items: Vec<BatchItem> =
+        third.iter().zip(&keys).map(|((_, lead), key)| BatchItem { lead, receipt_key: key }).collect();
+    for result in sink.upsert_batch(&items, None).await {
+        result.unwrap();
+    }
+    {
+        let state = standin.state.lock().unwrap();
+        assert_eq!((state.tickets.len(), state.contacts.len(), state.associations.len()), (10, 1, 9));
+        for (profile, lead) in &third {
+            let (_, ticket) = &state.tickets[&lead.external_id];
+            assert_eq!((ticket.get("hs_ticket_priority"), ticket.get("source_channel")), (None, None), "{ticket}");
+            let content = ticket["content"].as_str().unwrap();
+            assert!(content.contains(": newsletter"), "{profile:?}: {content}");
+        }
+        let (_, typo) = &state.tickets["tally:r_htypo"];
+        assert!(typo["content"].as_str().unwrap().ends_with("(email as submitted: ada.example.com)"), "{typo}");
+    }
+    // The constant the portal no longer takes: the mapping is refused, loudly, until mended.
+    let (profile, lead) = &leads("hafter")[2];
+    assert_eq!(
+        sink.upsert(lead, &receipt_key(*profile, lead)).await,
+        Err(SinkError::Retryable { reason: "sink_mapping_refused", retry_after: None })
+    );
+}
+
+#[tokio::test]
+async fn hubspot_a_mapped_property_deleted_after_the_start_holds_the_leads_until_the_mapping_is_mended() {
+    let standin = portal();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    sink.check_configuration().await.unwrap();
+    let removed = {
+        let mut state = standin.state.lock().unwrap();
+        let at = state.portal_properties.iter().position(|p| p.name == "utm_campaign").unwrap();
+        state.portal_properties.remove(at)
+    };
+    let (profile, lead) = &leads("hgone")[0];
+    let key = receipt_key(*profile, lead);
+    let retried = |reason: &'static str| Err(SinkError::Retryable { reason, retry_after: None });
+    // The portal's setup (PROPERTY_DOESNT_EXIST), then the properties read again: the mapping.
+    assert_eq!(sink.upsert(lead, &key).await, retried("sink_config_invalid"));
+    assert_eq!(sink.upsert(lead, &key).await, retried("sink_mapping_refused"));
+    assert!(standin.state.lock().unwrap().tickets.is_empty(), "no lead without its values");
+    standin.state.lock().unwrap().portal_properties.push(removed);
+    sink.upsert(lead, &key).await.unwrap();
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.contacts.values().next().unwrap()["utm_campaign"], "launch");
 }
 
 #[tokio::test]

@@ -59,8 +59,8 @@ pub use api::{
     ticket_properties, HubSpot, TicketPipeline, BATCH_SIZE, MAX_PROPERTY_CHARS,
 };
 use batch::Found;
-use catalogue::{Catalogued, Properties};
-use plan::TicketPlace;
+use catalogue::{Catalogued, LeadProperties};
+use plan::TicketSettings;
 
 use super::typed_map;
 
@@ -111,26 +111,26 @@ impl HubSpot {
         Ok(())
     }
 
-    /// The contact and ticket properties (`GET /crm/v3/properties/{object}`), and the mapping
-    /// typed by them.
+    /// The contact and ticket properties (`GET /crm/v3/properties/{object}`), paced as every
+    /// call is.
     async fn properties(&self) -> Result<(Vec<Value>, Vec<Value>), CheckError> {
         let mut both = Vec::new();
         for object in ["contacts", "tickets"] {
-            let url = format!("{}/crm/v3/properties/{object}", self.base_url);
-            let response = self.client.get(url).bearer_auth(&self.token).send().await;
-            let response =
-                response.map_err(|e| CheckError::Unreachable(format!("HubSpot could not be reached: {e}")))?;
-            match response.status().as_u16() {
-                200 => {}
+            let path = format!("/crm/v3/properties/{object}");
+            let answer = self.call(reqwest::Method::GET, &path, None, None).await;
+            let answer =
+                answer.map_err(|e| CheckError::Unreachable(format!("HubSpot could not be reached ({e:?})")))?;
+            match answer.status {
+                200 => both.push(answer.body["results"].as_array().cloned().unwrap_or_default()),
                 401 | 403 => {
                     return Err(CheckError::Wrong(format!(
                         "HUBSPOT_TOKEN: HubSpot refused to list the {object} properties (the private app needs the {object} read scope)"
                     )))
                 }
-                status => return Err(CheckError::Unreachable(format!("HubSpot answered {status} to listing properties"))),
+                status => {
+                    return Err(CheckError::Unreachable(format!("HubSpot answered {status} to listing properties")))
+                }
             }
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            both.push(body["results"].as_array().cloned().unwrap_or_default());
         }
         let tickets = both.pop().unwrap_or_default();
         Ok((both.pop().unwrap_or_default(), tickets))
@@ -143,7 +143,9 @@ impl HubSpot {
     }
 
     /// The mapping typed by the portal's properties: read once (by the start-up check, or here
-    /// when that could not reach HubSpot); `None` without a mapping.
+    /// when that could not reach HubSpot, or after a refusal showed the portal changed); `None`
+    /// without a mapping. A listing refused for the token is `sink_unauthorized`; a mapping the
+    /// properties refuse, `sink_mapping_refused`.
     async fn typed(&self) -> Result<Option<Arc<Catalogued>>, SinkError> {
         if self.mapping.is_empty() {
             return Ok(None);
@@ -151,38 +153,37 @@ impl HubSpot {
         if let Some(typed) = self.typed.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             return Ok(Some(typed));
         }
-        let typed = self.read_properties().await.map_err(|e| SinkError::Retryable {
-            reason: match e {
-                CheckError::Unreachable(_) => "sink_unavailable",
-                _ => "sink_mapping_refused",
-            },
-            retry_after: None,
+        let retry = |reason: &'static str| SinkError::Retryable { reason, retry_after: None };
+        let (contacts, tickets) = self.properties().await.map_err(|e| match e {
+            CheckError::Wrong(_) => retry("sink_unauthorized"),
+            _ => retry("sink_unavailable"),
         })?;
+        let typed = catalogue::resolve(&self.mapping, &contacts, &tickets, &self.id_property)
+            .map_err(|_| retry("sink_mapping_refused"))?;
         let typed = Arc::new(typed);
         *self.typed.lock().unwrap_or_else(|e| e.into_inner()) = Some(typed.clone());
         Ok(Some(typed))
     }
 
     /// Each mapped property with its HubSpot type and what it takes (`stream-worker mapping
-    /// check`), or what is wrong: the whole start-up check first.
+    /// check`), or what is wrong: the whole start-up check first (which reads the properties).
     pub async fn mapping_lines(&self) -> Result<Vec<String>, CheckError> {
         self.check_configuration().await?;
-        if self.mapping.is_empty() {
+        let typed = self.typed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(typed) = typed.filter(|_| !self.mapping.is_empty()) else {
             return Ok(vec![String::from(
                 "no LEAD_MAPPING: every profile gets the default properties (docs/mapping.md)",
             )]);
-        }
-        let (contacts, tickets) = self.properties().await?;
-        let typed =
-            catalogue::resolve(&self.mapping, &contacts, &tickets, &self.id_property).map_err(CheckError::Wrong)?;
-        Ok(typed_map::lines(&typed.maps, &|field: &str| catalogue::type_name(&contacts, &tickets, field)))
+        };
+        let type_of = |field: &str| typed.types.get(field).cloned().unwrap_or_else(|| String::from("?"));
+        Ok(typed_map::lines(&typed.maps, &type_of))
     }
 
     /// Each item's mapped properties (none without a mapping).
-    fn mapped_properties(items: &[BatchItem<'_>], typed: Option<&Catalogued>) -> Vec<Properties> {
+    fn mapped_properties(items: &[BatchItem<'_>], typed: Option<&Catalogued>) -> Vec<LeadProperties> {
         let mapped = typed_map::mapped(items, typed.map(|t| &t.maps));
         let kinds = typed.map(|t| t.kinds.clone()).unwrap_or_default();
-        mapped.iter().map(|m| Properties::of(m, &kinds)).collect()
+        mapped.iter().map(|m| LeadProperties::of(m, &kinds)).collect()
     }
 }
 
@@ -224,10 +225,10 @@ impl HubSpot {
         let (contacts, stripped) = self.contacts(open.iter().map(|&i| (leads[i], &mapped[i])), deadline).await;
         for &i in &open {
             if stripped.contains(&leads[i].email.trim().to_lowercase()) {
-                mapped[i].refused("contact");
+                mapped[i].leave_out_all("contact");
             }
         }
-        let place = TicketPlace { id_property: &self.id_property, pipeline: &self.pipeline, stage: &self.stage };
+        let place = TicketSettings { id_property: &self.id_property, pipeline: &self.pipeline, stage: &self.stage };
         // 3. The new tickets; the ticket of a lead whose contact HubSpot refused holds the email.
         let (mut ticket_inputs, mut pairs) = (BTreeMap::new(), Vec::new());
         let mut waiting_for_ticket = Vec::new();
@@ -253,15 +254,21 @@ impl HubSpot {
         let (owners, ticket_inputs): (Vec<usize>, Vec<(String, Value)>) =
             ticket_inputs.into_iter().map(|(id, (i, properties))| (i, (id, properties))).unzip();
         let mut written = self.upsert_objects("tickets", &self.id_property, &ticket_inputs, deadline).await;
-        // A ticket refused for a mapped property's value: once more without its mapped ones.
+        // A ticket with mapped properties refused for its content (a mapped value, however the
+        // refusal names it): once more without them; the second answer decides.
         let mut again = Vec::new();
         for (k, result) in written.iter().enumerate() {
-            if *result == Err(api::TICKET_PROPERTY_REFUSED) && !mapped[owners[k]].ticket.is_empty() {
+            if matches!(result, Err(SinkError::Permanent { .. })) && !mapped[owners[k]].ticket.is_empty() {
                 let i = owners[k];
-                mapped[i].refused("ticket");
+                mapped[i].leave_out_all("ticket");
                 let given_up = !matches!(contacts.get(&leads[i].email.trim().to_lowercase()), Some(Ok(Some(_))));
                 again.push((k, (ticket_inputs[k].0.clone(), plan::new_ticket(leads[i], &mapped[i], given_up, &place))));
             }
+        }
+        if !again.is_empty() || !stripped.is_empty() {
+            // The portal refused what its properties allowed at the start: read them again
+            // before the next write, so a retired option is left out before sending.
+            self.forget_typed();
         }
         if !again.is_empty() {
             let (indices, inputs): (Vec<usize>, Vec<(String, Value)>) = again.into_iter().unzip();
@@ -312,7 +319,7 @@ impl HubSpot {
     /// again with its email and name alone.
     async fn contacts<'a>(
         &self,
-        leads: impl Iterator<Item = (&'a Lead, &'a Properties)>,
+        leads: impl Iterator<Item = (&'a Lead, &'a LeadProperties)>,
         deadline: Option<Instant>,
     ) -> (BTreeMap<String, Result<Option<String>, SinkError>>, Vec<String>) {
         let people = plan::people(leads);
@@ -423,8 +430,8 @@ mod tests {
         let items = [BatchItem { lead: &lead, receipt_key: &tally }, BatchItem { lead: &lead, receipt_key: &typeform }];
         let properties = HubSpot::mapped_properties(&items, Some(&typed));
         assert_eq!(Value::Object(properties[0].contact.clone()), json!({"start_date": "1799971200000"}));
-        assert_eq!(properties[1], Properties::default(), "a profile the mapping does not name");
-        assert_eq!(HubSpot::mapped_properties(&items, None), [Properties::default(), Properties::default()]);
+        assert_eq!(properties[1], LeadProperties::default(), "a profile the mapping does not name");
+        assert_eq!(HubSpot::mapped_properties(&items, None), [LeadProperties::default(), LeadProperties::default()]);
     }
 
     #[test]

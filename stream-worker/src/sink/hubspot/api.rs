@@ -10,7 +10,7 @@ use shared::lead::{Lead, Role};
 use tokio::time::Instant;
 
 pub use super::catalogue::MAX_PROPERTY_CHARS;
-use super::catalogue::{Catalogued, Properties};
+use super::catalogue::{Catalogued, LeadProperties};
 use super::pace::{self, Hold, Pacer};
 use crate::sink::contract::{fit, SinkError};
 use crate::sink::http::classify_status;
@@ -103,8 +103,9 @@ pub(super) const TICKET_PROPERTY_REFUSED: SinkError = SinkError::Permanent { rea
 /// The contact properties the sink always writes (a refusal naming one is not the mapping's).
 pub(super) const CONTACT_IDENTITY: [&str; 3] = ["email", "firstname", "lastname"];
 
-/// The ticket properties the sink always writes, besides its submission ID.
-const TICKET_OWN: [&str; 4] = ["subject", "content", "hs_pipeline", "hs_pipeline_stage"];
+/// The ticket properties the sink always writes, besides its submission ID (and `subject`,
+/// which a mapping may fill: a refusal naming it is a mapped value's).
+const TICKET_OWN: [&str; 3] = ["content", "hs_pipeline", "hs_pipeline_stage"];
 
 /// The properties a refusal names: `context.propertyName` and the embedded verdicts'
 /// ([`property_verdicts`]), in it and in its `errors`.
@@ -224,7 +225,7 @@ pub fn property_verdicts(error: &Value) -> Vec<(String, String)> {
 /// refused as an input, which costs the contact only.
 ///
 /// Then the mapping's contact properties (`mapped`), over the defaults.
-pub fn contact_properties(lead: &Lead, mapped: &Properties) -> Value {
+pub fn contact_properties(lead: &Lead, mapped: &LeadProperties) -> Value {
     let (first, last) = name_parts(lead);
     let mut properties = serde_json::Map::new();
     let email = lead.email.trim();
@@ -244,7 +245,7 @@ pub fn contact_properties(lead: &Lead, mapped: &Properties) -> Value {
 
 /// The contact's upsert input: its ID (the email, trimmed) and its properties, whose `email`
 /// is that same text. `None` when the form gave no email.
-pub fn contact_input<'a>(lead: &'a Lead, mapped: &Properties) -> Option<(&'a str, Value)> {
+pub fn contact_input<'a>(lead: &'a Lead, mapped: &LeadProperties) -> Option<(&'a str, Value)> {
     let email = lead.email.trim();
     (!email.is_empty()).then(|| (email, contact_properties(lead, mapped)))
 }
@@ -264,7 +265,13 @@ pub(super) fn ticket_content(lead: &Lead, shown: &[String], note: &str) -> Strin
 
 /// The ticket's properties: the submission ID, a subject, the content ([`ticket_content`]), the
 /// pipeline; then the mapping's ticket properties (`mapped`), over the subject.
-pub fn ticket_properties(lead: &Lead, mapped: &Properties, id_property: &str, pipeline: &str, stage: &str) -> Value {
+pub fn ticket_properties(
+    lead: &Lead,
+    mapped: &LeadProperties,
+    id_property: &str,
+    pipeline: &str,
+    stage: &str,
+) -> Value {
     let who = if lead.name.is_empty() { lead.email.as_str() } else { lead.name.as_str() };
     let subject = if who.is_empty() { String::from("Form submission") } else { format!("Form submission from {who}") };
     let mut properties = json!({
@@ -365,8 +372,8 @@ mod tests {
         assert_eq!(classify_error(&elsewhere), lead, "only the documented sentence's array is read");
     }
 
-    fn none() -> Properties {
-        Properties::default()
+    fn none() -> LeadProperties {
+        LeadProperties::default()
     }
 
     fn lead_with_email(email: &str) -> Lead {
@@ -447,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn a_contact_refused_for_a_property_but_its_email_is_tried_with_its_email_alone() {
+    fn a_contact_refused_for_a_property_but_its_email_and_name_is_tried_with_them_alone() {
         let verdicts = |name: &str| {
             json!({"status": "error", "category": "VALIDATION_ERROR", "message": format!(
                 "Property values were not valid: [{{\"isValid\":false,\"message\":\"x\",\"error\":\"INVALID_PHONE_NUMBER\",\"name\":\"{name}\"}}]"
@@ -476,7 +483,7 @@ mod tests {
         );
         // A ticket refused for a property not its own: once more without its mapped ones.
         assert_eq!(classify_upsert_answer("tickets", "p", 400, &verdicts("phone"), None), TICKET_PROPERTY_REFUSED);
-        for own in ["subject", "content", "hs_pipeline_stage", "p"] {
+        for own in ["content", "hs_pipeline_stage", "p"] {
             let verdict = classify_upsert_answer("tickets", "p", 400, &verdicts(own), None);
             assert_ne!(verdict, TICKET_PROPERTY_REFUSED, "{own}");
         }

@@ -286,7 +286,7 @@ mod tests {
                 {"id": "1", "objectWriteTraceId": "a", "properties": {}}
             ],
             "errors": [{"category": "VALIDATION_ERROR", "context": {"objectWriteTraceId": ["c"]},
-                        "errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["subject"]}}]}]});
+                        "errors": [{"code": "INVALID_STRING_LENGTH", "context": {"propertyName": ["content"]}}]}]});
         assert_eq!(written("tickets", "sid", "a", &answer), Ok("1".into()));
         assert_eq!(written("tickets", "sid", "b", &answer), Ok("2".into()));
         assert_eq!(written("tickets", "sid", "c", &answer), Err(SinkError::Permanent { reason: "sink_rejected" }));

@@ -22,11 +22,22 @@ use crate::sink::typed_map::{self, Typed};
 pub const MAX_PROPERTY_CHARS: usize = 65_536;
 
 /// The mapping typed by the portal's properties: the maps, and each mapped property's kind
-/// (by its full target, `contact.x` or `ticket.x`), which decides how a value is written.
+/// (by its full target, `contact.x` or `ticket.x`), which decides how a value is written, and
+/// its HubSpot type as `mapping check` prints it (`type/fieldType`).
 #[derive(Debug, Default)]
 pub struct Catalogued {
     pub maps: Typed,
     pub kinds: BTreeMap<String, Kind>,
+    pub types: BTreeMap<String, String>,
+}
+
+/// The properties of `object` (`contact` or `ticket`) among the portal's.
+fn of_object<'a>(object: &str, contacts: &'a [Value], tickets: &'a [Value]) -> &'a [Value] {
+    if object == "ticket" {
+        tickets
+    } else {
+        contacts
+    }
 }
 
 /// The object a target names, and the property: `ticket.x` is the ticket's, `contact.x` and a
@@ -97,10 +108,10 @@ pub fn resolve(
     tickets: &[Value],
     id_property: &str,
 ) -> Result<Catalogued, String> {
-    let kinds = RefCell::new(BTreeMap::new());
+    let found = RefCell::new((BTreeMap::new(), BTreeMap::new()));
     let described = |field: &str| -> Result<(String, FieldType), String> {
         let (object, name) = target(field);
-        let properties = if object == "ticket" { tickets } else { contacts };
+        let properties = of_object(object, contacts, tickets);
         let Some(property) =
             properties.iter().find(|p| p["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name)))
         else {
@@ -115,39 +126,33 @@ pub fn resolve(
         }
         let ty = property_type(property)?;
         let full = format!("{object}.{name}");
-        kinds.borrow_mut().insert(full.clone(), ty.kind);
+        let shown =
+            format!("{}/{}", property["type"].as_str().unwrap_or("?"), property["fieldType"].as_str().unwrap_or("?"));
+        let mut found = found.borrow_mut();
+        found.0.insert(full.clone(), ty.kind);
+        found.1.insert(full.clone(), shown);
         Ok((full, ty))
     };
     let maps = typed_map::resolve(mapping, "the HubSpot property", &described)?;
-    Ok(Catalogued { maps, kinds: kinds.into_inner() })
-}
-
-/// A property's type as `mapping check` prints it: `type/fieldType`.
-pub fn type_name(contacts: &[Value], tickets: &[Value], field: &str) -> String {
-    let (object, name) = target(field);
-    let properties = if object == "ticket" { tickets } else { contacts };
-    let property = properties.iter().find(|p| p["name"].as_str() == Some(name));
-    property.map_or_else(
-        || String::from("?"),
-        |p| format!("{}/{}", p["type"].as_str().unwrap_or("?"), p["fieldType"].as_str().unwrap_or("?")),
-    )
+    let (kinds, types) = found.into_inner();
+    Ok(Catalogued { maps, kinds, types })
 }
 
 /// One lead's mapped values, as HubSpot takes them: the contact's and the ticket's
 /// properties, the answers the ticket's properties show whole (they need not be repeated in
 /// its content), and the mapped properties left out, each with why.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Properties {
+pub struct LeadProperties {
     pub contact: Map<String, Value>,
     pub ticket: Map<String, Value>,
     pub ticket_shown: Vec<String>,
     pub left_out: Vec<(String, Unfit)>,
 }
 
-impl Properties {
+impl LeadProperties {
     /// `mapped` (targets `contact.x` / `ticket.x`) with each value written for its kind.
-    pub fn of(mapped: &Mapped, kinds: &BTreeMap<String, Kind>) -> Properties {
-        let mut out = Properties { left_out: mapped.left_out.clone(), ..Properties::default() };
+    pub fn of(mapped: &Mapped, kinds: &BTreeMap<String, Kind>) -> LeadProperties {
+        let mut out = LeadProperties { left_out: mapped.left_out.clone(), ..LeadProperties::default() };
         for (field, value) in &mapped.values {
             let (object, name) = target(field);
             let value = hubspot_value(value, kinds.get(field).copied().unwrap_or(Kind::Text));
@@ -161,7 +166,7 @@ impl Properties {
 
     /// Leaves out every mapped property of `object` (`contact` or `ticket`), each as refused
     /// by HubSpot: their answers are in the ticket's content.
-    pub fn refused(&mut self, object: &str) {
+    pub fn leave_out_all(&mut self, object: &str) {
         let properties = if object == "ticket" { &mut self.ticket } else { &mut self.contact };
         for name in properties.keys() {
             self.left_out.push((format!("{object}.{name}"), Unfit::Refused));
@@ -331,7 +336,7 @@ mod tests {
         assert!(refused(&[("a", "score")]).contains("is calculated"));
         let constant = resolve(&mapping(&[], &[("hs_lead_status", Json::string("Gone"))]), &contacts, &tickets, "p");
         assert!(constant.unwrap_err().contains("cannot take the constant (no_such_option)"));
-        let lines = typed_map::lines(&typed.maps, &|f: &str| type_name(&contacts, &tickets, f));
+        let lines = typed_map::lines(&typed.maps, &|f: &str| typed.types[f].clone());
         assert_eq!(lines[0], "[tally] \"Size\" -> contact.company_size (enumeration/select, 11_50 | 51_plus (only))");
         assert_eq!(lines[2], "[tally] constant -> contact.hs_lead_status (enumeration/radio) = \"NEW\"");
     }
@@ -375,14 +380,14 @@ mod tests {
             ],
         };
         let kinds = BTreeMap::from([(String::from("contact.start_date"), Kind::Date)]);
-        let mut properties = Properties::of(&mapped, &kinds);
+        let mut properties = LeadProperties::of(&mapped, &kinds);
         assert_eq!(Value::Object(properties.contact.clone()), json!({"start_date": "1799971200000"}));
         assert_eq!(Value::Object(properties.ticket.clone()), json!({"hs_ticket_priority": "HIGH"}));
         assert_eq!(properties.ticket_shown, ["Urgency"], "only the ticket's own show in it");
-        properties.refused("ticket");
+        properties.leave_out_all("ticket");
         assert!(properties.ticket.is_empty() && properties.ticket_shown.is_empty());
         assert_eq!(properties.left_out[1], (String::from("ticket.hs_ticket_priority"), Unfit::Refused));
-        properties.refused("contact");
+        properties.leave_out_all("contact");
         assert!(properties.contact.is_empty());
         assert_eq!(properties.left_out.len(), 3);
     }

@@ -11,7 +11,7 @@ use super::api::{
     contact_input, ticket_content, ticket_properties, CONTACT_CONFLICT, CONTACT_IDENTITY, CONTACT_PROPERTY_REFUSED,
 };
 use super::batch::{Found, Written};
-use super::catalogue::Properties;
+use super::catalogue::LeadProperties;
 use crate::sink::contract::SinkError;
 
 /// A ticket answered under another case of its value (or a batch naming one ID in two cases):
@@ -50,7 +50,9 @@ pub(super) fn open_leads(
 /// lowercase (HubSpot compares emails without case and refuses a batch naming one record
 /// twice): the trimmed email as the input's ID, and the latest lead's properties (with its
 /// mapped ones).
-pub(super) fn people<'a>(leads: impl Iterator<Item = (&'a Lead, &'a Properties)>) -> BTreeMap<String, (String, Value)> {
+pub(super) fn people<'a>(
+    leads: impl Iterator<Item = (&'a Lead, &'a LeadProperties)>,
+) -> BTreeMap<String, (String, Value)> {
     let mut people = BTreeMap::new();
     for (lead, mapped) in leads {
         if let Some((email, properties)) = contact_input(lead, mapped) {
@@ -100,7 +102,7 @@ pub(super) fn contact_results(
 }
 
 /// Where a new ticket goes, and the property holding its submission ID.
-pub(super) struct TicketPlace<'a> {
+pub(super) struct TicketSettings<'a> {
     pub id_property: &'a str,
     pub pipeline: &'a str,
     pub stage: &'a str,
@@ -108,7 +110,12 @@ pub(super) struct TicketPlace<'a> {
 
 /// A new ticket's properties (with the lead's `mapped` ones); when the lead's contact was given
 /// up, the email as submitted is kept at the end of its content.
-pub(super) fn new_ticket(lead: &Lead, mapped: &Properties, contact_given_up: bool, place: &TicketPlace) -> Value {
+pub(super) fn new_ticket(
+    lead: &Lead,
+    mapped: &LeadProperties,
+    contact_given_up: bool,
+    place: &TicketSettings,
+) -> Value {
     let mut properties = ticket_properties(lead, mapped, place.id_property, place.pipeline, place.stage);
     if contact_given_up && !lead.email.trim().is_empty() {
         let note = format!("\n\n(email as submitted: {})", lead.email.trim());
@@ -156,7 +163,7 @@ mod tests {
             lead("2", "", ""),
             lead("3", "Ada Lovelace", " ADA@example.com "),
         ];
-        let none = Properties::default();
+        let none = LeadProperties::default();
         let people = people(leads.iter().map(|lead| (lead, &none)));
         assert_eq!(people.len(), 1, "{people:?}");
         let (id, properties) = &people["ada@example.com"];
@@ -194,8 +201,8 @@ mod tests {
 
     #[test]
     fn a_ticket_keeps_the_email_only_when_its_contact_was_given_up() {
-        let place = TicketPlace { id_property: "p", pipeline: "0", stage: "1" };
-        let none = Properties::default();
+        let place = TicketSettings { id_property: "p", pipeline: "0", stage: "1" };
+        let none = LeadProperties::default();
         let with = new_ticket(&lead("s", "Ada", " ada@example.com "), &none, true, &place);
         assert_eq!(with["content"], "Hello\n\n(email as submitted: ada@example.com)");
         let without = new_ticket(&lead("s", "Ada", "ada@example.com"), &none, false, &place);
