@@ -31,8 +31,8 @@ pub struct HubSpot {
     /// The lead mapping (`LEAD_MAPPING`; empty: the default properties only).
     pub(super) mapping: shared::field_map::FieldMapping,
     /// The mapping typed by the portal's properties, once read (at start, or before the first
-    /// write when the start-up check could not reach HubSpot; again after a refusal naming a
-    /// property that is gone).
+    /// write when the start-up check could not reach HubSpot; again after HubSpot refused a
+    /// mapped value or named a property gone).
     pub(super) typed: Mutex<Option<std::sync::Arc<Catalogued>>>,
 }
 
