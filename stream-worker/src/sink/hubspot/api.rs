@@ -96,16 +96,8 @@ pub(super) const CONTACT_CONFLICT: SinkError = SinkError::Permanent { reason: "s
 /// up, as before.
 pub(super) const CONTACT_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_contact_property_refused" };
 
-/// A ticket refused for properties other than the sink's own (a mapped property's value): the
-/// upsert writes it once more without its mapped properties, whose answers go to its content.
-pub(super) const TICKET_PROPERTY_REFUSED: SinkError = SinkError::Permanent { reason: "sink_ticket_property_refused" };
-
 /// The contact properties the sink always writes (a refusal naming one is not the mapping's).
 pub(super) const CONTACT_IDENTITY: [&str; 3] = ["email", "firstname", "lastname"];
-
-/// The ticket properties the sink always writes, besides its submission ID (and `subject`,
-/// which a mapping may fill: a refusal naming it is a mapped value's).
-const TICKET_OWN: [&str; 3] = ["content", "hs_pipeline", "hs_pipeline_stage"];
 
 /// The properties a refusal names: `context.propertyName` and the embedded verdicts'
 /// ([`property_verdicts`]), in it and in its `errors`.
@@ -124,31 +116,20 @@ fn refused_names(error: &Value) -> Vec<String> {
 /// content that names properties, none of them the email or a name, is
 /// [`CONTACT_PROPERTY_REFUSED`].
 pub(super) fn classify_contact_error(error: &Value) -> SinkError {
-    property_refusal(error, &CONTACT_IDENTITY, CONTACT_PROPERTY_REFUSED)
-}
-
-/// A refusal of a ticket input: [`classify_error`]'s verdict, but a refusal of the input's
-/// content that names properties, none of them the sink's own, is [`TICKET_PROPERTY_REFUSED`].
-pub(super) fn classify_ticket_error(error: &Value, id_property: &str) -> SinkError {
-    let own: Vec<&str> = TICKET_OWN.into_iter().chain([id_property]).collect();
-    property_refusal(error, &own, TICKET_PROPERTY_REFUSED)
-}
-
-fn property_refusal(error: &Value, own: &[&str], refused: SinkError) -> SinkError {
     let verdict = classify_error(error);
     if !matches!(verdict, SinkError::Permanent { .. }) {
         return verdict;
     }
     let names = refused_names(error);
-    if !names.is_empty() && names.iter().all(|name| !own.contains(&name.as_str())) {
-        return refused;
+    if !names.is_empty() && names.iter().all(|name| !CONTACT_IDENTITY.contains(&name.as_str())) {
+        return CONTACT_PROPERTY_REFUSED;
     }
     verdict
 }
 
 /// A batch upsert's answer other than 200, 201 and 207 (each input's result is read from
-/// those: `batch::written`), for `object` (`contacts` or `tickets`, upserted by `id_property`):
-/// - 400: its error decides ([`classify_contact_error`], [`classify_ticket_error`]);
+/// those: `batch::written`), for `object` (`contacts` or `tickets`):
+/// - 400: its error decides ([`classify_error`]; for a contact, [`classify_contact_error`]);
 /// - 409 on the contact: `sink_contact_conflict`, permanent. The v3 batch upsert documents no
 ///   409; HubSpot's contact endpoints answer 409 `CONFLICT` when an email is already another
 ///   record's (the v1 "Create or update a contact" page; the v3 create endpoints). Defensive,
@@ -157,16 +138,10 @@ fn property_refusal(error: &Value, own: &[&str], refused: SinkError) -> SinkErro
 ///   holds the shard;
 /// - anything else by its status ([`classify_status`]; 409 on a ticket stays retryable, as
 ///   HubSpot documents no conflict for an upsert by a unique property).
-pub fn classify_upsert_answer(
-    object: &str,
-    id_property: &str,
-    status: u16,
-    answer: &Value,
-    retry_after: Option<&str>,
-) -> SinkError {
+pub fn classify_upsert_answer(object: &str, status: u16, answer: &Value, retry_after: Option<&str>) -> SinkError {
     match status {
         400 if object == "contacts" => classify_contact_error(answer),
-        400 => classify_ticket_error(answer, id_property),
+        400 => classify_error(answer),
         409 if object == "contacts" => CONTACT_CONFLICT,
         status => classify_status(status, retry_after),
     }
@@ -461,7 +436,7 @@ mod tests {
             )})
         };
         assert_eq!(classify_contact_error(&verdicts("phone")), CONTACT_PROPERTY_REFUSED);
-        assert_eq!(classify_upsert_answer("contacts", "p", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
+        assert_eq!(classify_upsert_answer("contacts", 400, &verdicts("phone"), None), CONTACT_PROPERTY_REFUSED);
         let listed = json!({"errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["company"]}},
             {"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]});
         assert_eq!(classify_contact_error(&listed), CONTACT_PROPERTY_REFUSED);
@@ -481,34 +456,28 @@ mod tests {
             classify_contact_error(&missing),
             SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
         );
-        // A ticket refused for a property not its own: once more without its mapped ones.
-        assert_eq!(classify_upsert_answer("tickets", "p", 400, &verdicts("phone"), None), TICKET_PROPERTY_REFUSED);
-        for own in ["content", "hs_pipeline_stage", "p"] {
-            let verdict = classify_upsert_answer("tickets", "p", 400, &verdicts(own), None);
-            assert_ne!(verdict, TICKET_PROPERTY_REFUSED, "{own}");
-        }
-        assert_eq!(classify_ticket_error(&json!({"category": "VALIDATION_ERROR"}), "p"), rejected);
+        assert_eq!(classify_upsert_answer("tickets", 400, &verdicts("phone"), None), rejected, "a ticket's stays");
     }
 
     #[test]
     fn a_conflict_on_the_contact_is_permanent_and_anything_else_by_its_status() {
         let conflict = json!({"status": "error", "category": "CONFLICT", "message": "Contact already exists."});
         assert_eq!(
-            classify_upsert_answer("contacts", "p", 409, &conflict, None),
+            classify_upsert_answer("contacts", 409, &conflict, None),
             SinkError::Permanent { reason: "sink_contact_conflict" }
         );
         assert_eq!(
-            classify_upsert_answer("tickets", "p", 409, &conflict, None),
+            classify_upsert_answer("tickets", 409, &conflict, None),
             SinkError::Retryable { reason: "sink_unavailable", retry_after: None }
         );
         let missing = json!({"category": "VALIDATION_ERROR", "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]});
         assert_eq!(
-            classify_upsert_answer("tickets", "p", 400, &missing, None),
+            classify_upsert_answer("tickets", 400, &missing, None),
             SinkError::Retryable { reason: "sink_config_invalid", retry_after: None }
         );
         for status in [429, 500, 502, 503, 504] {
             assert_eq!(
-                classify_upsert_answer("contacts", "p", status, &Value::Null, Some("2")),
+                classify_upsert_answer("contacts", status, &Value::Null, Some("2")),
                 SinkError::Retryable {
                     reason: "sink_unavailable",
                     retry_after: Some(std::time::Duration::from_secs(2))

@@ -13,8 +13,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::api::{
-    association_error, classify_contact_error, classify_error, classify_ticket_error, classify_upsert_answer, HubSpot,
-    CONTACT_CONFLICT,
+    association_error, classify_contact_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT,
 };
 use crate::sink::contract::{SinkError, RECEIPT_UPDATE_BUDGET};
 use crate::sink::http::{classify_status, transport_error};
@@ -161,8 +160,7 @@ impl HubSpot {
                     results
                 }
                 status => {
-                    let retry_after = answer.retry_after.as_deref();
-                    let error = classify_upsert_answer(object, id_property, status, &answer.body, retry_after);
+                    let error = classify_upsert_answer(object, status, &answer.body, answer.retry_after.as_deref());
                     vec![Err(error); inputs.len()]
                 }
             }
@@ -269,7 +267,7 @@ fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written
     match refusals.next() {
         Some(error) if object == "contacts" && error["category"] == "CONFLICT" => Err(CONTACT_CONFLICT),
         Some(error) if object == "contacts" => Err(classify_contact_error(error)),
-        Some(error) => Err(classify_ticket_error(error, id_property)),
+        Some(error) => Err(classify_error(error)),
         None => Err(UNEXPECTED),
     }
 }
@@ -286,7 +284,7 @@ mod tests {
                 {"id": "1", "objectWriteTraceId": "a", "properties": {}}
             ],
             "errors": [{"category": "VALIDATION_ERROR", "context": {"objectWriteTraceId": ["c"]},
-                        "errors": [{"code": "INVALID_STRING_LENGTH", "context": {"propertyName": ["content"]}}]}]});
+                        "errors": [{"code": "INVALID_OPTION", "context": {"propertyName": ["subject"]}}]}]});
         assert_eq!(written("tickets", "sid", "a", &answer), Ok("1".into()));
         assert_eq!(written("tickets", "sid", "b", &answer), Ok("2".into()));
         assert_eq!(written("tickets", "sid", "c", &answer), Err(SinkError::Permanent { reason: "sink_rejected" }));
@@ -325,11 +323,11 @@ mod tests {
             written("contacts", "email", "x@y", &config),
             Err(SinkError::Retryable { reason: "sink_config_invalid", retry_after: None })
         );
-        // A contact refused for its phone is tried again without it; a ticket refused for a
-        // property not its own, without its mapped properties.
+        // A contact refused for its phone is tried again without it; a ticket's refusal stays
+        // (the batch sends a ticket with mapped properties once more without them).
         let phone = json!({"errors": [{"category": "VALIDATION_ERROR", "context": {"id": ["x@y"]},
             "errors": [{"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]}]});
         assert_eq!(written("contacts", "email", "x@y", &phone), Err(super::super::api::CONTACT_PROPERTY_REFUSED));
-        assert_eq!(written("tickets", "sid", "x@y", &phone), Err(super::super::api::TICKET_PROPERTY_REFUSED));
+        assert_eq!(written("tickets", "sid", "x@y", &phone), Err(SinkError::Permanent { reason: "sink_rejected" }));
     }
 }
