@@ -2,13 +2,13 @@
 """`make demo`: play a delivery scenario against the running local stack and show the result.
 
 New deliveries, sequential retries, 20 concurrent copies of one delivery, odd but valid
-deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a wrong
-key, a wrong token, the same key with a changed body; then a delivery through each other sender
-profile `stream-worker profiles` lists (its sender's example, signed as the sender signs), its
+deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a
+delivery whose answers scripts/dev-mapping.toml maps, a wrong key, a wrong token, the same key
+with a changed body; then a delivery through each other sender profile `stream-worker profiles` lists (its sender's example, signed as the sender signs), its
 retry, and its changed copy. Then it waits for the stream worker and prints what happened:
 requests by status, receipts by status, the edge's lines its Tail Worker shipped to CloudWatch
-Logs (one per request, each with the status the sender got), leads, and whether leads == unique
-submissions. Standard library only; talks to 127.0.0.1 only.
+Logs (one per request, each with the status the sender got), leads, the mapped lead's fields,
+and whether leads == unique submissions. Standard library only; talks to 127.0.0.1 only.
 """
 import collections
 import base64
@@ -155,6 +155,15 @@ def leads(stack, prefix):
                           ("%" + prefix + "%",)).fetchall()
 
 
+def mapped_lead(stack, external_id):
+    """The lead's `fields` and `extra`, as the lead inbox stored them ({} each when absent)."""
+    if not os.path.exists(stack["leads_db"]):
+        return {}, {}
+    with sqlite3.connect(stack["leads_db"]) as db:
+        row = db.execute("SELECT fields, extra FROM leads WHERE external_id = ?", (external_id,)).fetchone()
+    return (json.loads(row[0]), json.loads(row[1])) if row else ({}, {})
+
+
 def main():
     stack = load_stack()
     url = stack["edge_url"] + "/webhooks/staticforms"
@@ -199,12 +208,16 @@ def main():
     expect("odd but valid", [202], [send(odd[0], body=delivery(odd[0], extra={"deep": deep, **odd_keys}))])
     huge = delivery(odd[1]).replace(b'"message": ', b'"big": 1e400, "message": ')
     expect("a huge number, then its retry", [202, 200], [send(odd[1], body=huge), send(odd[1], body=huge)])
+    print("  a delivery with a phone and a company, which scripts/dev-mapping.toml maps ...")
+    mapped_id = f"{run}_mapped"
+    typed = {"phone": "+44 20 7946 0958", "Company": "Analytical Engines Ltd", "Budget": "5000"}
+    expect("a mapped delivery", [202], [send(mapped_id, body=delivery(mapped_id, extra=typed))])
     print("  a wrong idempotency key, a wrong token, the same key with a changed body ...")
     expect("a wrong idempotency key", [400], [send(ids[0], key=f"staticforms:form.submitted:{run}_other")])
     expect("a wrong token", [401], [send(f"{run}_intruder", token="not-the-token")])
     expect("a changed body", [422], [send(ids[1], body=delivery(ids[1], message="a different message"))])
 
-    unique = set(ids) | {hot} | set(odd)
+    unique = set(ids) | {hot} | set(odd) | {mapped_id}
 
     print("  through each other sender profile: a delivery, its retry, a changed copy ...")
     through, stored_as = {}, {}
@@ -257,6 +270,13 @@ def main():
         print(f"    {profile:<18}{' '.join(str(a) for a in answers):>13}")
     print(f"  {'edge lines in CloudWatch Logs':<30}{len(shipped):>5}")
     print(f"  {'leads':<30}{len(lead_rows):>5}")
+    # The mapped lead, as the lead inbox stored it: the mapped answers and the constant in its
+    # `fields`, every answer (the unmapped Budget too) in `extra`.
+    fields, extra = mapped_lead(stack, mapped_id)
+    wanted = {"phone": typed["phone"], "company": typed["Company"], "lead_source": "make dev"}
+    print(f"  {'the mapped lead':<28}")
+    print(f"    fields  {json.dumps(fields)}")
+    mapped = fields == wanted and all(extra.get(k) == v for k, v in typed.items())
     print(f"  {'unique submissions':<30}{len(unique):>5}")
     # Every status as the step provokes it (one 202 per submission, 200 for its copies, 400,
     # 401, 422 for what is refused).
@@ -272,7 +292,8 @@ def main():
     once = all(count == 1 for _, count in lead_rows)
     print(f"  each lead written once:       {'yes' if once else 'NO'}")
     equal = len(lead_rows) == len(unique) == receipts.get("COMPLETED", 0) == sum(receipts.values())
-    equal = equal and once and not wrong and logged
+    print(f"  mapped fields as mapped:      {'yes' if mapped else 'NO'}")
+    equal = equal and once and not wrong and logged and mapped
     print(f"  leads == unique submissions:  {'yes' if equal else 'NO'}")
     sys.exit(0 if equal else 1)
 

@@ -3,12 +3,14 @@
 #   ministack (DynamoDB + Streams + IAM + CloudWatch Logs, SigV4 checked)   DYNAMODB_PORT, default 4566
 #   the built edge Worker in workerd (wrangler dev)      EDGE_PORT, default 8787, with its
 #     Tail Worker (tail/) shipping the edge's lines into the local CloudWatch Logs
-#   STACK=local (the default): stream-worker poll, leads into .dev/leads.db (SQLite)
+#   the lead inbox (scripts/lead-inbox.py, INBOX_PORT, default 8790): what a CRM taking signed
+#     webhooks sees; it stores each lead, with the fields scripts/dev-mapping.toml maps, in
+#     .dev/leads.db. Both stacks write through the webhook sink, with that lead mapping.
+#   STACK=local (the default): stream-worker poll
 #   STACK=aws: the production topology. ministack as a whole local AWS, template.yaml deployed
 #     to it by scripts/deploy-aws.sh (table, stream mapping, the stream and reconcile functions
-#     under their roles, the sink's secret in Secrets Manager), the Worker signing with a key of
-#     the stack's EdgeUser, and the webhook sink posting leads to scripts/lead-inbox.py
-#     (INBOX_PORT, default 8790), which stores them in .dev/leads.db.
+#     under their roles, the sink's secret in Secrets Manager, the mapping in it), and the
+#     Worker signing with a key of the stack's EdgeUser.
 # Every process is started in its own process group and stopped with it on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +40,7 @@ fi
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port_busy "$DYNAMODB_PORT" && die "port $DYNAMODB_PORT is in use; choose another with DYNAMODB_PORT=<port> make dev"
 port_busy "$EDGE_PORT" && die "port $EDGE_PORT is in use; choose another with EDGE_PORT=<port> make dev"
-[ "$STACK" = aws ] && port_busy "$INBOX_PORT" && die "port $INBOX_PORT is in use; choose another with INBOX_PORT=<port> make dev"
+port_busy "$INBOX_PORT" && die "port $INBOX_PORT is in use; choose another with INBOX_PORT=<port> make dev"
 
 say "building the edge Worker and the stream worker"
 scripts/build-edge.sh >"$STATE/build.log" 2>&1 || { tail -20 "$STATE/build.log"; die "the Worker build failed (log: $STATE/build.log)"; }
@@ -105,17 +107,24 @@ user_key() { # user, policy JSON; prints "<key id> <secret>"
   printf '%s %s\n' "$(sed -n 's:.*<AccessKeyId>\(.*\)</AccessKeyId>.*:\1:p' <<<"$xml")" \
     "$(sed -n 's:.*<SecretAccessKey>\(.*\)</SecretAccessKey>.*:\1:p' <<<"$xml")"
 }
+# The sink, in both stacks: the webhook sink, signing with a fresh secret, into the local lead
+# inbox, with the lead mapping of scripts/dev-mapping.toml.
+MAPPING=scripts/dev-mapping.toml
+SINK_URL=http://127.0.0.1:$INBOX_PORT/leads
+sink_secret="whsec_$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
+say "starting the lead inbox on 127.0.0.1:$INBOX_PORT"
+LEAD_INBOX_SECRET="$sink_secret" setsid python3 scripts/lead-inbox.py --port "$INBOX_PORT" --db "$STATE/leads.db" \
+  >"$STATE/lead-inbox.log" 2>&1 </dev/null &
+started lead_inbox $!
+wait_for "the lead inbox" 10 grep -q listening "$STATE/lead-inbox.log"
+# The mapping is checked before anything runs with it: a wrong line is named here.
+RECEIPTS_TABLE=$TABLE AWS_REGION=$REGION LEAD_SINK="$SINK_URL" WEBHOOK_SINK_SECRET="$sink_secret" LEAD_MAPPING_FILE=$MAPPING \
+  target/debug/stream-worker mapping check >"$STATE/mapping.log" 2>&1 || { cat "$STATE/mapping.log"; die "$MAPPING is refused"; }
 if [ "$STACK" = aws ]; then
-  # The sink: the webhook sink, signing with a fresh secret, into the local lead inbox.
-  sink_secret="whsec_$(python3 -c 'import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())')"
-  say "starting the lead inbox on 127.0.0.1:$INBOX_PORT"
-  LEAD_INBOX_SECRET="$sink_secret" setsid python3 scripts/lead-inbox.py --port "$INBOX_PORT" --db "$STATE/leads.db" \
-    >"$STATE/lead-inbox.log" 2>&1 </dev/null &
-  started lead_inbox $!
-  wait_for "the lead inbox" 10 grep -q listening "$STATE/lead-inbox.log"
-  settings=$(SINK="http://127.0.0.1:$INBOX_PORT/leads" SECRET="$sink_secret" python3 -c 'import json, os
+  settings=$(SINK="$SINK_URL" SECRET="$sink_secret" MAPPING="$MAPPING" python3 -c 'import json, os
 print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
-    {"LEAD_SINK": os.environ["SINK"], "WEBHOOK_SINK_SECRET": os.environ["SECRET"]})}))')
+    {"LEAD_SINK": os.environ["SINK"], "WEBHOOK_SINK_SECRET": os.environ["SECRET"],
+     "LEAD_MAPPING": open(os.environ["MAPPING"]).read()})}))')
   created=$(curl -s -X POST "$STORE/" -H "X-Amz-Date: 20260101T000000Z" -H "Authorization: ${root_auth/SERVICE/secretsmanager}" \
     -H 'Content-Type: application/x-amz-json-1.1' -H "X-Amz-Target: secretsmanager.CreateSecret" -d "$settings")
   secret_arn=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["ARN"])' "$created") ||
@@ -238,7 +247,8 @@ if [ "$STACK" = local ]; then
   say "starting stream-worker poll"
   env AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
     AWS_ACCESS_KEY_ID="$ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$SECRET_ACCESS_KEY" AWS_SESSION_TOKEN= \
-    RECEIPTS_TABLE=$TABLE LEAD_SINK="sqlite://$STATE/leads.db" POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
+    RECEIPTS_TABLE=$TABLE LEAD_SINK="$SINK_URL" WEBHOOK_SINK_SECRET="$sink_secret" LEAD_MAPPING_FILE=$MAPPING \
+    POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
     setsid target/debug/stream-worker poll >"$STATE/stream-worker.log" 2>&1 </dev/null &
   started stream_worker $!
   wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-worker.log"
@@ -246,7 +256,7 @@ fi
 
 STACK_NOTE="local: stream-worker poll, with the stream worker's own key"
 if [ "$STACK" = aws ]; then
-  STACK_NOTE="aws: template.yaml deployed here (stream mapping, functions under their roles), leads via $STATE/lead-inbox.log"
+  STACK_NOTE="aws: template.yaml deployed here (stream mapping, functions under their roles)"
 fi
 PIDS=$(paste -d= <(printf '%s\n' "${names[@]}") <(printf '%s\n' "${pids[@]}") | paste -sd,)
 python3 - "$STATE/stack.json" "$STATE/profiles.json" <<PY
@@ -273,7 +283,8 @@ cat <<BANNER
     stack     $STACK_NOTE
     edge      $EDGE   (POST /webhooks/{$PROFILES}, GET /healthz)
     DynamoDB  $STORE   table "$TABLE", signatures checked
-    leads     $STATE/leads.db   (sqlite3 $STATE/leads.db 'select * from leads')
+    leads     the lead inbox, 127.0.0.1:$INBOX_PORT, into $STATE/leads.db (sqlite3 $STATE/leads.db 'select * from leads')
+    mapping   $MAPPING: each lead's mapped answers in its fields column
 
   Send a delivery:
 

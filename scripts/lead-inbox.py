@@ -2,9 +2,10 @@
 """A local receiver for the webhook sink (`make dev STACK=aws`): what a CRM taking signed
 webhooks would see. It checks each request's Standard Webhooks signature (`webhook-id`,
 `webhook-timestamp`, `webhook-signature` over `id.timestamp.body`, within 5 minutes) and
-stores the lead in a SQLite `leads` table shaped like the SQL sink's, counting in
-`upsert_count` every request it accepted for the lead, so `make demo`'s verdict (one upsert per
-submission) is counted where the leads arrive.
+stores the lead in a SQLite `leads` table shaped like the SQL sink's, with the body's `fields`
+(what the lead mapping put there) in a `fields` column, counting in `upsert_count` every
+request it accepted for the lead, so `make demo`'s verdict (one upsert per submission, the
+mapped fields) is counted where the leads arrive.
 
 Usage: lead-inbox.py --port <port> --db <path>; the secret (whsec_...) in LEAD_INBOX_SECRET.
 It listens on 127.0.0.1 only and logs one line per request: the status and the reason, never
@@ -28,15 +29,16 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS leads (
     email        TEXT    NOT NULL,
     message      TEXT    NOT NULL,
     extra        TEXT    NOT NULL,
+    fields       TEXT    NOT NULL DEFAULT '{}',
     created_at   TEXT    NOT NULL,
     updated_at   TEXT    NOT NULL,
     upsert_count INTEGER NOT NULL
 )"""
-UPSERT = """INSERT INTO leads (external_id, name, email, message, extra, created_at, updated_at, upsert_count)
-    VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+UPSERT = """INSERT INTO leads (external_id, name, email, message, extra, fields, created_at, updated_at, upsert_count)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
     ON CONFLICT(external_id) DO UPDATE SET name = excluded.name, email = excluded.email,
-        message = excluded.message, extra = excluded.extra, updated_at = excluded.updated_at,
-        upsert_count = upsert_count + 1"""
+        message = excluded.message, extra = excluded.extra, fields = excluded.fields,
+        updated_at = excluded.updated_at, upsert_count = upsert_count + 1"""
 TOLERANCE_S = 300
 
 
@@ -67,6 +69,9 @@ def main() -> int:
     key = base64.b64decode(secret.removeprefix("whsec_"))
     db = sqlite3.connect(options.db, check_same_thread=False)
     db.execute(SCHEMA)
+    # A leads.db from before the mapping (or the SQLite sink's) gains the column.
+    if "fields" not in [row[1] for row in db.execute("PRAGMA table_info(leads)")]:
+        db.execute("ALTER TABLE leads ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'")
     db.commit()
     lock = threading.Lock()
 
@@ -85,7 +90,8 @@ def main() -> int:
                 return self.answer(401 if "signature" in refused or "headers" in refused or "timestamp" in refused else 400, refused)
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             with lock:
-                db.execute(UPSERT, (*values, json.dumps(lead.get("extra", {})), now, now))
+                extra, fields = (json.dumps(lead.get(k, {})) for k in ("extra", "fields"))
+                db.execute(UPSERT, (*values, extra, fields, now, now))
                 db.commit()
             self.answer(200, "stored")
 

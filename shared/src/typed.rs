@@ -27,6 +27,9 @@ pub enum Kind {
     Choice,
     /// Several options of a list, `;`-joined (a multi-select picklist).
     Choices,
+    /// The answer as the form sent it (text, a number, a list): a field of a receiver that
+    /// reads JSON (the webhook sink's `fields`).
+    AsSent,
 }
 
 /// One option of a choice field: what people see, and what is stored.
@@ -179,6 +182,7 @@ pub fn convert(answer: &Json, field: &FieldType) -> Result<Option<Json>, Unfit> 
             let chosen: Result<Vec<String>, Unfit> = texts.iter().map(|t| option(t, field)).collect();
             Json::String(chosen?.join(";"))
         }
+        Kind::AsSent => answer.clone(),
     };
     match (&value, field.max_units, field.email_rule) {
         (Json::String(text), _, Some(rule)) if !rule(text) => Err(Unfit::NotAnEmail),
@@ -361,6 +365,17 @@ mod tests {
         for blank in ["null", "\"\"", "\"  \"", "[]", "{\"labels\":[]}"] {
             assert_eq!(run(blank, &FieldType::of(Kind::Text)), Ok(None), "{blank}");
             assert_eq!(run(blank, &FieldType::of(Kind::Boolean)), Ok(None), "{blank}");
+            assert_eq!(run(blank, &FieldType::of(Kind::AsSent)), Ok(None), "{blank}");
+        }
+    }
+
+    #[wasm_bindgen_test(unsupported = test)]
+    fn as_sent_keeps_the_answer_s_own_json() {
+        let as_sent = FieldType::of(Kind::AsSent);
+        for answer in
+            ["\" 12 people \"", "12.50", "true", "[\"Email\",\"Fax\"]", "{\"label\":\"London\",\"ref\":\"x\"}"]
+        {
+            assert_eq!(run(answer, &as_sent), Ok(Some(answer.into())), "{answer}");
         }
     }
 

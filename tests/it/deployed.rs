@@ -30,7 +30,9 @@ use tests::stack::{self, TABLE};
 use tests::stub_http::WebhookStandIn;
 use tests::template::{alarm_metrics, dashboard_metrics, AlarmMetric, WidgetMetric};
 
-/// The stack deployed with a webhook sink, and the built Worker signing with the `EdgeUser`'s key.
+/// The stack deployed with a webhook sink, its lead mapping in the sink's secret (each
+/// profile's email as `reply_to`, and its name as the constant `source`), and the built Worker
+/// signing with the `EdgeUser`'s key.
 struct Deployed {
     aws: Ministack,
     sink: WebhookStandIn,
@@ -39,7 +41,13 @@ struct Deployed {
 
 fn deployed() -> Deployed {
     let sink = WebhookStandIn::start();
-    let settings = json!({"LEAD_SINK": sink.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret()});
+    let mapping: String = Profile::ALL
+        .iter()
+        .map(|p| format!("[{0}.fields]\nemail = \"reply_to\"\n[{0}.constants]\nsource = \"{0}\"\n", p.name()))
+        .collect();
+    let settings = json!({
+        "LEAD_SINK": sink.url(), "WEBHOOK_SINK_SECRET": delivery::signing_secret(), "LEAD_MAPPING": mapping
+    });
     let stack::Deployed { aws, edge, .. } = stack::Deployed::start(&settings, false, &senders::bindings());
     Deployed { aws, sink, edge }
 }
@@ -110,6 +118,15 @@ fn every_profile_s_deliveries_become_one_lead_each_through_the_deployed_stack() 
     assert_eq!(by_key.keys().collect::<BTreeSet<_>>(), keys, "a lead for each submission and nothing else");
     for (key, ids) in &by_key {
         assert_eq!(ids.len(), 1, "{key}: one request, not {ids:?}");
+    }
+    // The mapping in the secret reached the deployed function: each lead's `fields`.
+    for request in &state.accepted {
+        let key = request.header("idempotency-key").unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let (profile, _) = &statuses[key];
+        let expected = json!({"reply_to": body["email"], "source": profile.name()});
+        assert_eq!(body["fields"], expected, "{key}");
+        assert!(body["email"].as_str().is_some_and(|e| e.contains('@')), "{key}: {body}");
     }
 }
 

@@ -58,9 +58,9 @@ impl Sink {
 }
 
 impl Sink {
-    /// The sink with the lead mapping (`LEAD_MAPPING`; empty: none). The Salesforce and HubSpot
-    /// sinks read one; another sink given one refuses to start, rather than drop what the
-    /// mapping names. `[salesforce]`'s assignment is Salesforce's alone.
+    /// The sink with the lead mapping (`LEAD_MAPPING`; empty: none). The Salesforce, HubSpot
+    /// and webhook sinks read one; a SQL sink given one refuses to start, rather than drop what
+    /// the mapping names. `[salesforce]`'s assignment is Salesforce's alone.
     pub fn with_mapping(self, mapping: shared::field_map::FieldMapping) -> anyhow::Result<Sink> {
         match self {
             Sink::Salesforce(sink) => Ok(Sink::Salesforce(sink.with_mapping(mapping))),
@@ -68,9 +68,13 @@ impl Sink {
                 "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (HubSpot has no assignment rules)"
             ),
             Sink::HubSpot(sink) => Ok(Sink::HubSpot(sink.with_mapping(mapping))),
+            Sink::Webhook(_) if mapping.assignment.is_some() => anyhow::bail!(
+                "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (a webhook has no assignment rules)"
+            ),
+            Sink::Webhook(sink) => Ok(Sink::Webhook(sink.with_mapping(&mapping).map_err(anyhow::Error::msg)?)),
             other if mapping.is_empty() => Ok(other),
             _ => anyhow::bail!(
-                "LEAD_MAPPING: only LEAD_SINK=salesforce and LEAD_SINK=hubspot read a lead mapping; remove it (the SQL and webhook sinks keep every answer in extra)"
+                "LEAD_MAPPING: the SQL sinks read no lead mapping (they keep every answer in extra); remove it, or use LEAD_SINK=salesforce, hubspot or a webhook URL"
             ),
         }
     }
@@ -80,8 +84,9 @@ impl Sink {
         match self {
             Sink::Salesforce(sink) => sink.mapping_lines().await,
             Sink::HubSpot(sink) => sink.mapping_lines().await,
-            _ => Err(CheckError::Wrong(String::from(
-                "mapping check: only LEAD_SINK=salesforce and LEAD_SINK=hubspot read a lead mapping",
+            Sink::Webhook(sink) => Ok(sink.mapping_lines()),
+            Sink::Sql(_) => Err(CheckError::Wrong(String::from(
+                "mapping check: the SQL sinks read no lead mapping (LEAD_SINK=salesforce, hubspot or a webhook URL do)",
             ))),
         }
     }
@@ -90,11 +95,12 @@ impl Sink {
     /// (`receipts show --as-lead`): Salesforce's collection record (the phone as the start-up
     /// check found it writable), HubSpot's contact and ticket, the webhook's body, the SQL row.
     pub async fn preview(&self, lead: &Lead, receipt_key: &str) -> Result<serde_json::Value, CheckError> {
-        let json = |lead: &Lead| serde_json::from_str(&lead.to_json().to_text()).unwrap_or_default();
+        let json = |body: shared::json::Json| serde_json::from_str(&body.to_text()).unwrap_or_default();
         match self {
             Sink::Salesforce(sink) => sink.preview(lead, receipt_key).await,
             Sink::HubSpot(sink) => sink.preview(lead, receipt_key).await,
-            Sink::Webhook(_) | Sink::Sql(_) => Ok(json(lead)),
+            Sink::Webhook(sink) => Ok(json(sink.body(lead, receipt_key))),
+            Sink::Sql(_) => Ok(json(lead.to_json())),
         }
     }
 
@@ -180,11 +186,11 @@ mod tests {
 
     /// The sinks the configuration builds, none of them called (no network needed).
     #[tokio::test]
-    async fn only_the_crm_sinks_take_a_lead_mapping_and_no_other_drops_one() {
+    async fn the_crm_and_webhook_sinks_take_a_lead_mapping_and_no_other_drops_one() {
         let mapping = crate::mapping::parse("[tally.fields]\nsize = \"Size__c\"\n", "m").unwrap();
         for (name, sink) in every_sink().await {
             let taken = sink.with_mapping(mapping.clone());
-            assert_eq!(taken.is_ok(), ["salesforce", "hubspot"].contains(&name), "{name}");
+            assert_eq!(taken.is_ok(), ["salesforce", "hubspot", "webhook"].contains(&name), "{name}");
         }
         // Salesforce's assignment rules are Salesforce's: HubSpot refuses to start with them.
         let assignment = crate::mapping::parse("[salesforce]\nassignment = \"FALSE\"\n", "m").unwrap();
