@@ -17,7 +17,8 @@ import sys
 import urllib.parse
 
 # What scripts/demo.py puts into its Static Forms deliveries, and its answer to every other profile.
-DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo", "Hello through each profile"]
+DEMO_PERSONAL_DATA = ["Demo Visitor", "visitor@example.com", "Hello from the demo", "Hello through each profile",
+                      "+44 20 7946 0958", "Analytical Engines Ltd"]
 
 
 def examples_personal_data():

@@ -117,9 +117,12 @@ LEAD_INBOX_SECRET="$sink_secret" setsid python3 scripts/lead-inbox.py --port "$I
   >"$STATE/lead-inbox.log" 2>&1 </dev/null &
 started lead_inbox $!
 wait_for "the lead inbox" 10 grep -q listening "$STATE/lead-inbox.log"
+# The worker's sink settings are these alone: none from the caller's environment (a secret's
+# ARN, a mapping's text), and no proxy between it and the inbox.
+sink_env=(env -u SINK_SECRET_ARN -u LEAD_MAPPING NO_PROXY=127.0.0.1,localhost LEAD_SINK="$SINK_URL"
+  WEBHOOK_SINK_SECRET="$sink_secret" LEAD_MAPPING_FILE=$MAPPING)
 # The mapping is checked before anything runs with it: a wrong line is named here.
-RECEIPTS_TABLE=$TABLE AWS_REGION=$REGION LEAD_SINK="$SINK_URL" WEBHOOK_SINK_SECRET="$sink_secret" LEAD_MAPPING_FILE=$MAPPING \
-  target/debug/stream-worker mapping check >"$STATE/mapping.log" 2>&1 || { cat "$STATE/mapping.log"; die "$MAPPING is refused"; }
+"${sink_env[@]}" RECEIPTS_TABLE=$TABLE AWS_REGION=$REGION target/debug/stream-worker mapping check >"$STATE/mapping.log" 2>&1 || { cat "$STATE/mapping.log"; die "$MAPPING is refused"; }
 if [ "$STACK" = aws ]; then
   settings=$(SINK="$SINK_URL" SECRET="$sink_secret" MAPPING="$MAPPING" python3 -c 'import json, os
 print(json.dumps({"Name": "webhooks-dev/sink", "SecretString": json.dumps(
@@ -245,10 +248,9 @@ wait_for "the edge Worker" 120 curl -sf "$EDGE/healthz"
 
 if [ "$STACK" = local ]; then
   say "starting stream-worker poll"
-  env AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
+  "${sink_env[@]}" AWS_REGION=$REGION AWS_ENDPOINT_URL_DYNAMODB="$STORE" AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$STORE" \
     AWS_ACCESS_KEY_ID="$ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$SECRET_ACCESS_KEY" AWS_SESSION_TOKEN= \
-    RECEIPTS_TABLE=$TABLE LEAD_SINK="$SINK_URL" WEBHOOK_SINK_SECRET="$sink_secret" LEAD_MAPPING_FILE=$MAPPING \
-    POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
+    RECEIPTS_TABLE=$TABLE POLL_CHECKPOINT="$STATE/stream-checkpoint.json" \
     setsid target/debug/stream-worker poll >"$STATE/stream-worker.log" 2>&1 </dev/null &
   started stream_worker $!
   wait_for "the stream worker" 30 grep -q "polling the stream" "$STATE/stream-worker.log"

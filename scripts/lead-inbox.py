@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A local receiver for the webhook sink (`make dev STACK=aws`): what a CRM taking signed
+"""A local receiver for the webhook sink (`make dev`, both stacks): what a CRM taking signed
 webhooks would see. It checks each request's Standard Webhooks signature (`webhook-id`,
 `webhook-timestamp`, `webhook-signature` over `id.timestamp.body`, within 5 minutes) and
 stores the lead in a SQLite `leads` table shaped like the SQL sink's, with the body's `fields`

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves the README's quick start, for both stacks: `make dev` comes up, `make demo` shows
-# leads == unique submissions (counted where the leads land: the SQLite sink, or with STACK=aws
-# the lead inbox behind the deployed function's webhook sink), and stopping the stack leaves
+# leads == unique submissions and the mapped lead's fields (counted where the leads land: the
+# lead inbox behind the webhook sink of stream-worker poll, or with STACK=aws of the deployed
+# function), and stopping the stack leaves
 # nothing running. Uses its own state folders and free ports, so it does not disturb a
 # developer's own `make dev`. A second `make dev` must refuse (checked on the local stack).
 set -euo pipefail
@@ -80,8 +81,8 @@ smoke() { # local | aws
 
   # Nothing the stack or the scripts wrote holds a credential or the demo's personal data (the
   # store's own log is the stand-in's, not ours, and is left out).
-  local logs=("$log" "$DEV_STATE/edge.log" "$DEV_STATE/build.log" "$DEV_STATE/demo.log")
-  if [ "$1" = local ]; then logs+=("$DEV_STATE/stream-worker.log"); else logs+=("$DEV_STATE/deploy.log" "$DEV_STATE/lead-inbox.log"); fi
+  local logs=("$log" "$DEV_STATE/edge.log" "$DEV_STATE/build.log" "$DEV_STATE/demo.log" "$DEV_STATE/lead-inbox.log" "$DEV_STATE/mapping.log")
+  if [ "$1" = local ]; then logs+=("$DEV_STATE/stream-worker.log"); else logs+=("$DEV_STATE/deploy.log"); fi
   python3 scripts/check-log-hygiene.py --stack "$stack_copy" "${logs[@]}"
 }
 

@@ -143,6 +143,17 @@ fn collect(answer: &Json, out: &mut Vec<String>) {
     }
 }
 
+/// Whether an answer holds nothing: null, blank text, or a list or object of blanks only.
+fn blank(answer: &Json) -> bool {
+    match answer {
+        Json::Null => true,
+        Json::String(text) => text.trim().is_empty(),
+        Json::Array(items) => items.iter().all(blank),
+        Json::Object(members) => members.values().all(blank),
+        _ => false,
+    }
+}
+
 /// `answer` as a value of `field`: `Ok(None)` when the answer is blank (a field is never
 /// blanked by an empty answer), else the value to write, or why it does not fit.
 ///
@@ -157,6 +168,11 @@ fn collect(answer: &Json, out: &mut Vec<String>) {
 /// - Choice: one text matched to an option's label or value (any case): the option's value; in
 ///   an unrestricted field, other text as it is. Choices: each so, `;`-joined.
 pub fn convert(answer: &Json, field: &FieldType) -> Result<Option<Json>, Unfit> {
+    if field.kind == Kind::AsSent {
+        // Any JSON the form sent (a file's `{"name", "url"}`, a payment's object) that holds
+        // something: texts() reads only what a CRM field can take.
+        return Ok((!blank(answer)).then(|| answer.clone()));
+    }
     let texts = texts(answer);
     if texts.is_empty() {
         return Ok(None);
@@ -182,7 +198,7 @@ pub fn convert(answer: &Json, field: &FieldType) -> Result<Option<Json>, Unfit> 
             let chosen: Result<Vec<String>, Unfit> = texts.iter().map(|t| option(t, field)).collect();
             Json::String(chosen?.join(";"))
         }
-        Kind::AsSent => answer.clone(),
+        Kind::AsSent => unreachable!("taken whole above"),
     };
     match (&value, field.max_units, field.email_rule) {
         (Json::String(text), _, Some(rule)) if !rule(text) => Err(Unfit::NotAnEmail),
@@ -362,7 +378,7 @@ mod tests {
 
     #[wasm_bindgen_test(unsupported = test)]
     fn blank_answers_write_nothing() {
-        for blank in ["null", "\"\"", "\"  \"", "[]", "{\"labels\":[]}"] {
+        for blank in ["null", "\"\"", "\"  \"", "[]", "{\"labels\":[]}", "[null,\" \"]", "{}"] {
             assert_eq!(run(blank, &FieldType::of(Kind::Text)), Ok(None), "{blank}");
             assert_eq!(run(blank, &FieldType::of(Kind::Boolean)), Ok(None), "{blank}");
             assert_eq!(run(blank, &FieldType::of(Kind::AsSent)), Ok(None), "{blank}");
@@ -372,9 +388,20 @@ mod tests {
     #[wasm_bindgen_test(unsupported = test)]
     fn as_sent_keeps_the_answer_s_own_json() {
         let as_sent = FieldType::of(Kind::AsSent);
-        for answer in
-            ["\" 12 people \"", "12.50", "true", "[\"Email\",\"Fax\"]", "{\"label\":\"London\",\"ref\":\"x\"}"]
-        {
+        let sent = [
+            "\" 12 people \"",
+            "12.50",
+            "0",
+            "false",
+            "[\"Email\",\"Fax\"]",
+            "[\"\",\"A\"]",
+            "{\"label\":\"London\",\"ref\":\"x\"}",
+            // A Tally file upload, a Typeform payment, a whole hidden-fields object.
+            "[{\"name\":\"cv.pdf\",\"url\":\"https://example.com/cv.pdf\"}]",
+            "{\"amount\":\"10.00\",\"success\":true}",
+            "{\"utm_source\":\"news\"}",
+        ];
+        for answer in sent {
             assert_eq!(run(answer, &as_sent), Ok(Some(answer.into())), "{answer}");
         }
     }

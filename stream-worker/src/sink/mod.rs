@@ -183,6 +183,7 @@ impl LeadSink for Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::json::Json;
 
     /// The sinks the configuration builds, none of them called (no network needed).
     #[tokio::test]
@@ -200,6 +201,26 @@ mod tests {
         for (name, sink) in every_sink().await {
             assert!(sink.with_mapping(Default::default()).is_ok(), "{name}: no mapping, nothing to refuse");
         }
+    }
+
+    /// The mapping handed to the webhook sink reaches its body, its preview and its check's
+    /// lines; the SQL sink's preview stays the lead's JSON.
+    #[tokio::test]
+    async fn the_webhook_s_preview_and_check_show_the_mapped_fields() {
+        let mapping = crate::mapping::parse("[tally.fields]\nsize = \"company_size\"\n", "m").unwrap();
+        let Json::Object(extra) = shared::json::parse(br#"{"size":["11-50"]}"#).unwrap() else { unreachable!() };
+        let lead = Lead { external_id: "tally:t1".into(), extra, ..Lead::default() };
+        let sinks = every_sink().await;
+        let [(_, sqlite), _, _, (_, webhook)] = <[_; 4]>::try_from(sinks).ok().unwrap();
+        let webhook = webhook.with_mapping(mapping).unwrap();
+        let shown = webhook.preview(&lead, "tally:t1").await.unwrap();
+        assert_eq!(shown["fields"], serde_json::json!({"company_size": ["11-50"]}));
+        assert_eq!(shown["extra"]["size"], serde_json::json!(["11-50"]));
+        let lines = webhook.mapping_lines().await.unwrap();
+        assert_eq!(lines, ["[tally] \"size\" -> company_size (as sent)"]);
+        let row = sqlite.preview(&lead, "tally:t1").await.unwrap();
+        assert_eq!(row, serde_json::from_str::<serde_json::Value>(&lead.to_json().to_text()).unwrap());
+        assert!(matches!(sqlite.mapping_lines().await, Err(CheckError::Wrong(_))));
     }
 
     async fn every_sink() -> Vec<(&'static str, Sink)> {

@@ -1,4 +1,5 @@
-//! A lead mapping typed by a CRM's own description of its fields, whichever CRM: each mapped
+//! A lead mapping typed by a CRM's own description of its fields, whichever CRM (or the
+//! webhook sink's, every field as sent): each mapped
 //! field looked up (the CRM's part: [`resolve`]'s `described`), each constant converted; each
 //! batch item's lead through its profile's map; `mapping check`'s lines; and the log line of
 //! the fields a record was written without. Errors and logs name lines and fields, never a

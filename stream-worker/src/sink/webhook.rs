@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn mapped_answers_go_into_fields_as_sent_with_the_constants() {
-        let text = "[tally.fields]\n\"Company size\" = \"company_size\"\nTopics = \"topics\"\nname = \"full_name\"\nabsent = \"gone\"\n[tally.constants]\nlead_source = \"Web\"\nrating = 3\n[tally.forms.w4Nd.constants]\nlead_source = \"Partners\"\n";
+        let text = "[tally.fields]\n\"Company size\" = \"company_size\"\nTopics = \"topics\"\nname = \"full_name\"\nabsent = \"gone\"\n[tally.constants]\nlead_source = \"Web\"\nrating = 3\n[tally.forms.w4Nd.fields]\nteam = \"company_size\"\n[tally.forms.w4Nd.constants]\nlead_source = \"Partners\"\n";
         let sink = sink(text).unwrap();
         let lead = lead(r#"{"Company size":" 11-50 ","Topics":["A","B"],"Other":"kept in extra"}"#, "");
         let body = sink.body(&lead, "tally:t1");
@@ -143,8 +143,9 @@ mod tests {
             r#"{"company_size":" 11-50 ","full_name":"Ada","lead_source":"Web","rating":3,"topics":["A","B"]}"#
         );
         assert_eq!(body.get("extra"), Some(&lead.to_json().get("extra").unwrap().clone()), "every answer kept");
-        // A form's own constant over the profile's; another profile's lead: an empty `fields`.
-        let partner = sink.body(&self::lead("{}", "w4Nd"), "tally:t1");
+        // A form's own field and constant over the profile's (its team answer absent, the
+        // profile's "Company size" is not used); another profile's lead: an empty `fields`.
+        let partner = sink.body(&self::lead(r#"{"Company size":"11-50"}"#, "w4Nd"), "tally:t1");
         assert_eq!(
             partner.get("fields").unwrap().to_text(),
             r#"{"full_name":"Ada","lead_source":"Partners","rating":3}"#
@@ -164,6 +165,8 @@ mod tests {
             error.starts_with("LEAD_MAPPING line 2 ([tally]): the webhook field \"contact.size\" is not a plain name"),
             "{error}"
         );
+        let error = sink("[tally.fields]\nsize = \"ticket.size\"\n").err().unwrap();
+        assert!(error.contains("the webhook field \"ticket.size\" is not a plain name"), "{error}");
         let error = sink("[tally.constants]\n\nsource = \"\"\n").err().unwrap();
         assert!(
             error.starts_with("LEAD_MAPPING line 3 ([tally]): the webhook field \"source\" is given an empty constant"),

@@ -27,7 +27,7 @@ pub enum Meaning {
 
 /// Every error code the sink gives a meaning, with the reason it reports. Codes not listed
 /// fall back to the answer's status (`classify_status`: a 400 is the lead's).
-pub const CODES: [(&str, Meaning); 20] = [
+pub const CODES: [(&str, Meaning); 21] = [
     // Record locks: another transaction (a workflow, a data load, a user) holds the Lead or a
     // record it touches; Salesforce documents retrying.
     ("UNABLE_TO_LOCK_ROW", Meaning::Transient("sink_row_locked")),
@@ -36,6 +36,9 @@ pub const CODES: [(&str, Meaning); 20] = [
     // naming another unique field is the org's: see [`meaning`].)
     ("DUPLICATE_VALUE", Meaning::Transient("sink_concurrent_upsert")),
     ("REQUEST_RUNNING_TOO_LONG", Meaning::Transient("sink_unavailable")),
+    // Salesforce's own internal error ("An unexpected error occurred"), also per record in a
+    // collection's answer: nothing about the lead, retried.
+    ("UNKNOWN_EXCEPTION", Meaning::Transient("sink_unavailable")),
     // The org made a field required that the form does not fill.
     ("REQUIRED_FIELD_MISSING", Meaning::OrgSetup("sink_org_required_field")),
     // A validation rule of the org's refuses the Lead.
@@ -194,6 +197,7 @@ mod tests {
             ("UNABLE_TO_LOCK_ROW", T("sink_row_locked")),
             ("DUPLICATE_VALUE", T("sink_concurrent_upsert")),
             ("REQUEST_RUNNING_TOO_LONG", T("sink_unavailable")),
+            ("UNKNOWN_EXCEPTION", T("sink_unavailable")),
             ("REQUIRED_FIELD_MISSING", O("sink_org_required_field")),
             ("FIELD_CUSTOM_VALIDATION_EXCEPTION", O("sink_org_validation_rule")),
             ("INVALID_FIELD_FOR_INSERT_UPDATE", O("sink_org_permissions")),
