@@ -12,7 +12,8 @@ pub struct LeadMapping {
 }
 
 /// Where a Standard Webhooks payload keeps a lead's fields: a JSON Pointer (RFC 6901) for each
-/// named field, and one for the object whose other members become `extra`.
+/// named field, one for the object whose other members become `extra`, and optionally one for
+/// the form's ID (a lead mapping's `[standard-webhooks.forms.<id>]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeadPointers {
     /// The name's pointer (default `/data/name`).
@@ -23,6 +24,8 @@ pub struct LeadPointers {
     pub message: String,
     /// The object whose members, but for the named ones, are `extra` (default `/data`).
     pub extra: String,
+    /// The form's ID (`Lead::form`), when the payload names one (default: none).
+    pub form: Option<String>,
 }
 
 impl Default for LeadPointers {
@@ -32,6 +35,7 @@ impl Default for LeadPointers {
             email: String::from("/data/email"),
             message: String::from("/data/message"),
             extra: String::from("/data"),
+            form: None,
         }
     }
 }
@@ -42,16 +46,24 @@ pub struct LeadPointersError;
 
 impl LeadPointers {
     /// Reads `name=/data/full_name,email=/data/contact/email`: any of `name`, `email`,
-    /// `message`, `extra`, each at most once, each a JSON Pointer (`""` or starting with `/`);
-    /// the ones not given keep their defaults.
+    /// `message`, `extra`, `form`, each at most once, each a JSON Pointer (`""` or starting
+    /// with `/`; the form's a member, never `""`, the whole payload); the ones not given keep
+    /// their defaults.
     pub fn parse(text: &str) -> Result<LeadPointers, LeadPointersError> {
         let mut pointers = LeadPointers::default();
-        let mut seen = [false; 4];
+        let mut seen = [false; 5];
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, pointer) = part.split_once('=').ok_or(LeadPointersError)?;
             let pointer = pointer.trim();
             if !(pointer.is_empty() || pointer.starts_with('/')) {
                 return Err(LeadPointersError);
+            }
+            if field.trim() == "form" {
+                if pointer.is_empty() || core::mem::replace(&mut seen[4], true) {
+                    return Err(LeadPointersError);
+                }
+                pointers.form = Some(String::from(pointer));
+                continue;
             }
             let (index, slot) = match field.trim() {
                 "name" => (0, &mut pointers.name),

@@ -143,7 +143,7 @@ impl Config {
             None => LeadPointers::default(),
             Some(text) => LeadPointers::parse(&text).map_err(|_| ConfigError {
                 variable: "STANDARD_WEBHOOKS_LEAD_FIELDS",
-                expected: "comma-separated name=, email=, message=, extra= JSON pointers such as /data/email",
+                expected: "comma-separated name=, email=, message=, extra=, form= JSON pointers such as /data/email",
             })?,
         };
         Ok(Config { table, sink, mapping: LeadMapping { standard_webhooks } })

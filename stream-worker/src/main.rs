@@ -73,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
         bail!("LEAD_SINK must not be sqlite:// in Lambda mode: use PostgreSQL, a CRM or an https:// URL");
     }
     let mapping = stream_worker::mapping::load(|name| secrets.get(name).cloned().or_else(|| std::env::var(name).ok()))?;
+    stream_worker::mapping::check_forms(&mapping, &config.mapping)?;
     let sink = Sink::connect(&config.sink).await?.with_mapping(mapping)?;
     if command == Command::MappingCheck {
         use stream_worker::sink::CheckError;

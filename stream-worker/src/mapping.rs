@@ -22,6 +22,7 @@ use std::fmt;
 use serde::Deserialize;
 use shared::field_map::{Constant, FieldMapping, Link, ProfileMap};
 use shared::json::{Json, Number};
+use shared::mapping::LeadMapping;
 use shared::profile::Profile;
 use toml::Spanned;
 
@@ -57,8 +58,9 @@ struct ProfileTable {
 }
 
 /// The profiles whose payloads name the form (`Lead::form`): Tally's `formId`, Typeform's
-/// `form_id`.
-const FORM_PROFILES: [Profile; 2] = [Profile::Tally, Profile::Typeform];
+/// `form_id`, and a Standard Webhooks payload's where `STANDARD_WEBHOOKS_LEAD_FIELDS` has a
+/// `form=` pointer ([`check_forms`]).
+const FORM_PROFILES: [Profile; 3] = [Profile::Tally, Profile::Typeform, Profile::StandardWebhooks];
 
 /// The table of the Salesforce sink's own settings.
 const SALESFORCE: &str = "salesforce";
@@ -134,7 +136,10 @@ pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
             if !FORM_PROFILES.contains(&profile) {
                 return Err(error(
                     at,
-                    format!("[{}.forms]: only tally and typeform deliveries name their form", profile.name()),
+                    format!(
+                        "[{}.forms]: only tally, typeform and standard-webhooks deliveries name their form",
+                        profile.name()
+                    ),
                 ));
             }
             if form.get_ref().trim().is_empty() {
@@ -147,6 +152,19 @@ pub fn parse(text: &str, origin: &str) -> Result<FieldMapping, MappingError> {
         mapping.profiles.push((profile, map));
     }
     Ok(mapping)
+}
+
+/// Refuses forms of `standard-webhooks` when its payloads' form is not pointed at
+/// (`form=` in `STANDARD_WEBHOOKS_LEAD_FIELDS`): every lead would have no form, and the
+/// forms' mappings would never apply.
+pub fn check_forms(mapping: &FieldMapping, leads: &LeadMapping) -> Result<(), MappingError> {
+    let forms = mapping.profiles.iter().filter(|(p, _)| *p == Profile::StandardWebhooks).flat_map(|(_, m)| &m.forms);
+    match forms.map(|(id, _)| id).next() {
+        Some(id) if leads.standard_webhooks.form.is_none() => Err(MappingError(format!(
+            "{LEAD_MAPPING}: [standard-webhooks.forms.{id}] needs the form's pointer: add form=<JSON pointer> (such as form=/data/form_id) to STANDARD_WEBHOOKS_LEAD_FIELDS"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 type Fields = BTreeMap<Spanned<String>, Spanned<String>>;
@@ -308,9 +326,30 @@ mod tests {
         let error = refused("[tally.forms.f1.fields]\na = \"B__c\"\n\"\" = \"C__c\"\n");
         assert!(error.starts_with("LEAD_MAPPING line 3: [tally.forms.f1.fields]: an answer's key is empty"), "{error}");
         let error = refused("[webflow.forms.f1.fields]\na = \"B__c\"\n");
-        assert!(error.starts_with("LEAD_MAPPING line 1: [webflow.forms]: only tally and typeform"), "{error}");
+        assert!(
+            error.starts_with("LEAD_MAPPING line 1: [webflow.forms]: only tally, typeform and standard-webhooks"),
+            "{error}"
+        );
         let error = refused("[tally.forms.f1]\nforms = {}\n");
         assert!(error.starts_with("LEAD_MAPPING line 2: unknown field `forms`"), "{error}");
+    }
+
+    #[test]
+    fn standard_webhooks_forms_need_the_form_s_pointer() {
+        let text = "[standard-webhooks.fields]\nsize = \"size\"\n[standard-webhooks.forms.contact-us.constants]\nsource = \"Contact\"\n";
+        let mapping = parse(text, LEAD_MAPPING).unwrap();
+        assert_eq!(mapping.profiles[0].1.forms[0].0, "contact-us");
+        let error = check_forms(&mapping, &LeadMapping::default()).unwrap_err().0;
+        assert!(
+            error.starts_with("LEAD_MAPPING: [standard-webhooks.forms.contact-us] needs the form's pointer"),
+            "{error}"
+        );
+        let pointed = shared::mapping::LeadPointers::parse("form=/data/form_id").unwrap();
+        assert_eq!(check_forms(&mapping, &LeadMapping { standard_webhooks: pointed }), Ok(()));
+        // Without forms, or forms of other profiles only, nothing to point at.
+        let plain =
+            parse("[standard-webhooks.fields]\nsize = \"size\"\n[tally.forms.f1.fields]\na = \"b\"\n", "m").unwrap();
+        assert_eq!(check_forms(&plain, &LeadMapping::default()), Ok(()));
     }
 
     #[test]

@@ -299,6 +299,11 @@ async fn mapping_check_prints_each_field_with_its_salesforce_type() {
 /// `stream-worker mapping check` with the Salesforce stand-in's settings and `mapping` in a
 /// file (`LEAD_MAPPING_FILE`).
 fn mapping_check(standin: &SalesforceStandIn, mapping: &str) -> std::process::Output {
+    mapping_check_with(standin, mapping, &[])
+}
+
+/// [`mapping_check`] with more settings.
+fn mapping_check_with(standin: &SalesforceStandIn, mapping: &str, more: &[(&str, &str)]) -> std::process::Output {
     let dir = tests::TempDir::new("mapping-check");
     let path = dir.0.join("mapping.toml");
     std::fs::write(&path, mapping).unwrap();
@@ -314,8 +319,25 @@ fn mapping_check(standin: &SalesforceStandIn, mapping: &str) -> std::process::Ou
         .env("SALESFORCE_CLIENT_SECRET", "sf-secret")
         .env("SALESFORCE_EXTERNAL_ID_FIELD", SF_FIELD)
         .env("LEAD_MAPPING_FILE", &path)
+        .envs(more.iter().copied())
         .output()
         .unwrap()
+}
+
+/// A Standard Webhooks form's own mapping starts only where the payload's form is pointed at.
+#[tokio::test]
+async fn a_standard_webhooks_form_s_mapping_needs_the_form_s_pointer() {
+    let standin = org();
+    let mapping = "[standard-webhooks.forms.contact-us.constants]\nLeadSource = \"Web\"\n";
+    let output = mapping_check(&standin, mapping);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("[standard-webhooks.forms.contact-us] needs the form's pointer"), "{stderr}");
+    let pointed = [("STANDARD_WEBHOOKS_LEAD_FIELDS", "form=/data/form_id")];
+    let output = mapping_check_with(&standin, mapping, &pointed);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("[standard-webhooks.forms.contact-us] constant -> LeadSource (picklist)"), "{stdout}");
 }
 
 #[tokio::test]

@@ -108,7 +108,7 @@ pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
         message: text(&pointers.message),
         extra,
         roles: BTreeMap::new(),
-        form: String::new(),
+        form: pointers.form.as_deref().map(text).unwrap_or_default(),
     };
     complete(&mut lead);
     lead
@@ -191,9 +191,19 @@ mod tests {
             Json::Object(lead.extra).to_text(),
             r#"{"n":12345678901234567890123,"person":{"full name":"Ada","mail":["a@x"]}}"#
         );
+        assert_eq!(lead.form, "", "no form pointer: no form");
         // Nothing where the pointers look: an empty lead, never a failure.
         let lead = super::lead(&receipt("[]"), &LeadPointers::default());
         assert_eq!((lead.name.as_str(), lead.email.as_str(), lead.message.as_str(), lead.extra.len()), ("", "", "", 0));
+        // The form's ID, text or a number, outside `extra` or in it (then kept there too).
+        let with_form = LeadPointers::parse("form=/form/id").unwrap();
+        let lead = super::lead(&receipt(r#"{"form":{"id":"contact-us"},"data":{"email":"a@x"}}"#), &with_form);
+        assert_eq!((lead.form.as_str(), lead.email.as_str()), ("contact-us", "a@x"));
+        let in_data = LeadPointers::parse("form=/data/form_id").unwrap();
+        let lead = super::lead(&receipt(r#"{"data":{"form_id":42,"email":"a@x"}}"#), &in_data);
+        assert_eq!(lead.form, "42");
+        assert_eq!(Json::Object(lead.extra).to_text(), r#"{"form_id":42}"#);
+        assert_eq!(super::lead(&receipt(r#"{"data":{}}"#), &in_data).form, "", "a payload without one");
     }
 
     #[wasm_bindgen_test(unsupported = test)]
@@ -214,7 +224,9 @@ mod tests {
         assert_eq!(LeadPointers::parse(""), Ok(LeadPointers::default()));
         let whole = LeadPointers::parse("extra=,email=/e").unwrap();
         assert_eq!((whole.extra.as_str(), whole.email.as_str(), whole.name.as_str()), ("", "/e", "/data/name"));
-        for bad in ["name", "name=data/x", "phone=/p", "name=/a,name=/b", "=/x"] {
+        assert_eq!(LeadPointers::parse("form=/data/form_id").unwrap().form.as_deref(), Some("/data/form_id"));
+        assert_eq!(LeadPointers::parse("").unwrap().form, None);
+        for bad in ["name", "name=data/x", "phone=/p", "name=/a,name=/b", "=/x", "form=", "form=/a,form=/b", "form=x"] {
             assert_eq!(LeadPointers::parse(bad), Err(LeadPointersError), "{bad}");
         }
     }

@@ -248,9 +248,6 @@ fn is_config_error(body: &Value) -> bool {
     matches!(classify_error(body), SinkError::Retryable { .. })
 }
 
-/// A ticket input refused with `CONFLICT` in a 207.
-const TICKET_CONFLICT: SinkError = SinkError::Retryable { reason: "sink_concurrent_upsert", retry_after: None };
-
 /// Input `id`'s result in a 200, 201 or 207 upsert answer: its result's object ID, matched by
 /// `objectWriteTraceId` or the ID property's value (emails without case); else its error, by the
 /// ID it names; else retried (`sink_unexpected_answer`: the write may not have happened, and
@@ -269,9 +266,6 @@ fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written
     let mut refusals = errors.filter(|e| error_ids(e).any(same));
     match refusals.next() {
         Some(error) if object == "contacts" && error["category"] == "CONFLICT" => Err(CONTACT_CONFLICT),
-        // A ticket's: another write of the same submission's ticket at the same moment (a
-        // replay racing the first attempt), never its content. Retried; the read finds it.
-        Some(error) if error["category"] == "CONFLICT" => Err(TICKET_CONFLICT),
         Some(error) if object == "contacts" => Err(classify_contact_error(error)),
         Some(error) => Err(classify_error(error)),
         None => Err(UNEXPECTED),
@@ -324,11 +318,6 @@ mod tests {
         let unicode = json!({"results": [{"id": "8", "properties": {"email": "ÉVA@example.com"}}]});
         assert_eq!(written("contacts", "email", "éva@example.com", &unicode), Ok("8".into()), "as grouped: lowercase");
         assert_eq!(written("contacts", "email", "BOB@example.com", &answer), Err(CONTACT_CONFLICT));
-        // A ticket's conflict is a race of two writes of one submission: retried, never FAILED.
-        let raced = json!({"status": "COMPLETE", "results": [],
-            "errors": [{"category": "CONFLICT", "context": {"objectWriteTraceId": ["sub_1"]}}]});
-        assert_eq!(written("tickets", "sid", "sub_1", &raced), Err(TICKET_CONFLICT));
-        assert!(matches!(TICKET_CONFLICT, SinkError::Retryable { reason: "sink_concurrent_upsert", .. }));
         let config = json!({"errors": [{"context": {"ids": ["x@y"]}, "errors": [{"code": "PROPERTY_DOESNT_EXIST"}]}]});
         assert_eq!(
             written("contacts", "email", "x@y", &config),

@@ -306,6 +306,12 @@ mod tests {
             outcome(&refused("REQUIRED_FIELD_MISSING"), "F__c", &with_email, Some(&none)),
             Outcome::Taken("sink_org_required_field")
         );
+        // Salesforce's internal error on one record: the org's (its automation on this data),
+        // never FAILED, the query first.
+        assert_eq!(
+            outcome(&refused("UNKNOWN_EXCEPTION"), "F__c", &with_email, Some(&none)),
+            Outcome::Taken("sink_org_automation")
+        );
         // With a phone, the org's field setup may be refusing it: once more without.
         let with_phone = json!({"Phone": "+1 555"});
         for code in ["FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_FIELD_FOR_INSERT_UPDATE", "INVALID_FIELD"] {
