@@ -42,7 +42,7 @@ pub struct Lead {
     /// each stays, so a database row or a webhook still has every answer). At most one per role.
     pub roles: BTreeMap<Role, String>,
     /// The form the submission answered, where the payload names it (Typeform `form_id`, Tally
-    /// `formId`); empty otherwise. It chooses a lead mapping's part for that form.
+    /// `formId`, a Standard Webhooks payload's `form` pointer); empty otherwise. It chooses a lead mapping's part for that form.
     pub form: String,
 }
 

@@ -324,6 +324,32 @@ fn mapping_check_with(standin: &SalesforceStandIn, mapping: &str, more: &[(&str,
         .unwrap()
 }
 
+/// A Standard Webhooks form's own mapping applies to the leads whose payload names that form,
+/// where `STANDARD_WEBHOOKS_LEAD_FIELDS` points at it (`form=`); another form's leads get the
+/// profile's.
+#[tokio::test]
+async fn salesforce_a_standard_webhooks_form_s_mapping_applies_through_the_form_pointer() {
+    use shared::headers::Headers;
+    use shared::mapping::LeadPointers;
+    use shared::profile::registry::{lead_from_receipt, LeadMapping};
+    let standin = org();
+    let mapping = "[standard-webhooks.constants]\nRating = \"Warm\"\n[standard-webhooks.forms.contact-us.constants]\nRating = \"Hot\"\n";
+    let sink = mapped_sink(&standin, mapping).await;
+    let pointed = LeadMapping { standard_webhooks: LeadPointers::parse("form=/data/form_id").unwrap() };
+    for (id, form, rating) in [("msg_form_a", " contact-us ", "Hot"), ("msg_form_b", "newsletter", "Warm")] {
+        let body = format!(
+            r#"{{"type":"contact","data":{{"name":"Ada Lovelace","email":"ada@example.com","form_id":"{form}"}}}}"#
+        );
+        let headers = Headers::new(vec![("webhook-id".to_owned(), id.to_owned())]);
+        let envelope = Profile::StandardWebhooks.read(&headers, body.as_bytes()).unwrap();
+        let key = Profile::StandardWebhooks.key(&envelope.submission_id);
+        let lead =
+            lead_from_receipt(&shared::receipt::Receipt::new(&envelope, key.clone(), "r", 0, 1), &pointed).unwrap();
+        sink.upsert(&lead, &key).await.unwrap();
+        assert_eq!(standin.state.lock().unwrap().leads[&lead.external_id]["Rating"], rating, "{form}");
+    }
+}
+
 /// A Standard Webhooks form's own mapping starts only where the payload's form is pointed at.
 #[tokio::test]
 async fn a_standard_webhooks_form_s_mapping_needs_the_form_s_pointer() {

@@ -12,7 +12,8 @@
 //!   same ID are other content (422). The specification keeps the ID across retries; it does not
 //!   promise the same bytes, so a producer that serializes differently on a retry gets 422.
 //! - Lead: from configured JSON pointers ([`LeadPointers`]), by default `/data/name`,
-//!   `/data/email`, `/data/message`, and the other members of `/data` as `extra`.
+//!   `/data/email`, `/data/message`, and the other members of `/data` as `extra`; the form's ID
+//!   where a `form` pointer is configured.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -108,10 +109,21 @@ pub fn lead(receipt: &Receipt, pointers: &LeadPointers) -> Lead {
         message: text(&pointers.message),
         extra,
         roles: BTreeMap::new(),
-        form: pointers.form.as_deref().map(text).unwrap_or_default(),
+        form: pointers.form.as_deref().and_then(|pointer| form_id(receipt.payload.pointer(pointer)?)).unwrap_or_default(),
     };
     complete(&mut lead);
     lead
+}
+
+/// A form's ID as the payload gives it: text (trimmed) or a number as written; anything else
+/// (an object: a pointer that stops one member short) names no form, as Tally's and Typeform's
+/// forms are read.
+fn form_id(value: &Json) -> Option<String> {
+    match value {
+        Json::String(text) => Some(String::from(text.trim())),
+        Json::Number(n) => Some(String::from(n.as_str())),
+        _ => None,
+    }
 }
 
 /// The member name `pointer` names directly inside the object at `parent`, if it does.
@@ -204,6 +216,12 @@ mod tests {
         assert_eq!(lead.form, "42");
         assert_eq!(Json::Object(lead.extra).to_text(), r#"{"form_id":42}"#);
         assert_eq!(super::lead(&receipt(r#"{"data":{}}"#), &in_data).form, "", "a payload without one");
+        let spaced = super::lead(&receipt(r#"{"data":{"form_id":" contact-us "}}"#), &in_data);
+        assert_eq!(spaced.form, "contact-us", "trimmed, as Tally's");
+        for other in [r#"{"id":"x"}"#, "true", "null", r#"["x"]"#] {
+            let body = alloc::format!(r#"{{"data":{{"form_id":{other}}}}}"#);
+            assert_eq!(super::lead(&receipt(&body), &in_data).form, "", "{other}: no form");
+        }
     }
 
     #[wasm_bindgen_test(unsupported = test)]

@@ -105,7 +105,7 @@ pub fn outcome(result: &Value, field: &str, record: &Value, mapped: Option<&Mapp
             return Outcome::Without(left);
         }
     }
-    match refusals::meaning(400, &errors, field) {
+    match refusals::record_meaning(&errors, field) {
         // The org's rules (validation, required fields, duplicate rules, automation) run before
         // the uniqueness check: a replay's create meets them too, and a Block duplicate rule
         // matches the submission's own Lead. Whether that Lead exists, the query decides.

@@ -36,6 +36,10 @@ pub const CODES: [(&str, Meaning); 21] = [
     // naming another unique field is the org's: see [`meaning`].)
     ("DUPLICATE_VALUE", Meaning::Transient("sink_concurrent_upsert")),
     ("REQUEST_RUNNING_TOO_LONG", Meaning::Transient("sink_unavailable")),
+    // Salesforce's internal error ("The system encountered an internal error") for a call
+    // (a query, a whole collection): the platform's. In one record's result it is the org's:
+    // [`record_meaning`].
+    ("UNKNOWN_EXCEPTION", Meaning::Transient("sink_unavailable")),
     // The org made a field required that the form does not fill.
     ("REQUIRED_FIELD_MISSING", Meaning::OrgSetup("sink_org_required_field")),
     // A validation rule of the org's refuses the Lead.
@@ -52,11 +56,6 @@ pub const CODES: [(&str, Meaning); 21] = [
     ("CANNOT_EXECUTE_FLOW_TRIGGER", Meaning::OrgSetup("sink_org_automation")),
     ("FIELD_INTEGRITY_EXCEPTION", Meaning::OrgSetup("sink_org_automation")),
     ("INVALID_CROSS_REFERENCE_KEY", Meaning::OrgSetup("sink_org_automation")),
-    // Salesforce's internal error ("The system encountered an internal error"), also per
-    // record in a collection's answer: in practice an org's Apex or automation failing on this
-    // data (or a platform fault). Not the lead's content, and it may stand: the org's, so the
-    // query looks for the submission's Lead first and an alarm names it.
-    ("UNKNOWN_EXCEPTION", Meaning::OrgSetup("sink_org_automation")),
     // An assignment rule or default owner naming a deactivated user.
     ("INACTIVE_OWNER_OR_USER", Meaning::OrgSetup("sink_org_automation")),
     // The org's data storage is full.
@@ -137,11 +136,6 @@ pub fn meaning(status: u16, errors: &[Refusal], external_id_field: &str) -> Opti
         return Some(Meaning::OrgSetup("sink_config_invalid"));
     }
     let known = errors.iter().filter_map(|e| {
-        // Salesforce's internal error answered for a whole call (a 500, or the stand-ins' 429)
-        // is the platform's, read by its status; in a record's result (400 here), the org's.
-        if e.code == "UNKNOWN_EXCEPTION" && status != 400 {
-            return None;
-        }
         let (_, meaning) = CODES.iter().find(|(code, _)| *code == e.code)?;
         // A value too long for a field the sink does not write: a trigger or flow of the org's
         // copied the lead's text somewhere shorter (the sink cuts every value it writes).
@@ -164,6 +158,19 @@ pub fn meaning(status: u16, errors: &[Refusal], external_id_field: &str) -> Opti
         Meaning::Content(_) => 3,
     };
     known.min_by_key(rank)
+}
+
+/// The meaning of one record's errors in a collection's answer: as [`meaning`]'s, but an
+/// internal error (`UNKNOWN_EXCEPTION`) there is, in practice, the org's Apex or automation
+/// failing on this record's data, which may stand: the org's (`sink_org_automation`), so the
+/// query looks for the submission's Lead first and an alarm names the org.
+pub fn record_meaning(errors: &[Refusal], external_id_field: &str) -> Option<Meaning> {
+    match meaning(400, errors, external_id_field) {
+        Some(Meaning::Transient(_)) if errors.iter().any(|e| e.code == "UNKNOWN_EXCEPTION") => {
+            Some(Meaning::OrgSetup("sink_org_automation"))
+        }
+        other => other,
+    }
 }
 
 impl Meaning {
@@ -190,9 +197,14 @@ mod tests {
     #[test]
     fn an_internal_error_is_the_org_s_in_a_record_and_the_platform_s_for_a_call() {
         let body = r#"[{"errorCode":"UNKNOWN_EXCEPTION","message":"m","fields":[]}]"#;
-        check(400, body, Some(Meaning::OrgSetup("sink_org_automation")));
-        check(500, body, None);
-        check(429, body, None);
+        for status in [400, 500] {
+            check(status, body, Some(Meaning::Transient("sink_unavailable")));
+        }
+        assert_eq!(record_meaning(&errors(body), "Sub__c"), Some(Meaning::OrgSetup("sink_org_automation")));
+        let locked = r#"[{"errorCode":"UNABLE_TO_LOCK_ROW","message":"m","fields":[]}]"#;
+        assert_eq!(record_meaning(&errors(locked), "Sub__c"), Some(Meaning::Transient("sink_row_locked")));
+        let required = r#"[{"errorCode":"REQUIRED_FIELD_MISSING","message":"m","fields":["X__c"]}]"#;
+        assert_eq!(record_meaning(&errors(required), "Sub__c"), Some(Meaning::OrgSetup("sink_org_required_field")));
     }
 
     #[test]
@@ -212,6 +224,7 @@ mod tests {
             ("UNABLE_TO_LOCK_ROW", T("sink_row_locked")),
             ("DUPLICATE_VALUE", T("sink_concurrent_upsert")),
             ("REQUEST_RUNNING_TOO_LONG", T("sink_unavailable")),
+            ("UNKNOWN_EXCEPTION", T("sink_unavailable")),
             ("REQUIRED_FIELD_MISSING", O("sink_org_required_field")),
             ("FIELD_CUSTOM_VALIDATION_EXCEPTION", O("sink_org_validation_rule")),
             ("INVALID_FIELD_FOR_INSERT_UPDATE", O("sink_org_permissions")),
@@ -222,7 +235,6 @@ mod tests {
             ("CANNOT_EXECUTE_FLOW_TRIGGER", O("sink_org_automation")),
             ("FIELD_INTEGRITY_EXCEPTION", O("sink_org_automation")),
             ("INVALID_CROSS_REFERENCE_KEY", O("sink_org_automation")),
-            ("UNKNOWN_EXCEPTION", O("sink_org_automation")),
             ("INACTIVE_OWNER_OR_USER", O("sink_org_automation")),
             ("STORAGE_LIMIT_EXCEEDED", O("sink_org_storage_full")),
             ("ENTITY_IS_LOCKED", O("sink_org_record_locked")),
