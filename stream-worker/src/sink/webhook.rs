@@ -3,9 +3,8 @@
 //! lead mapping, the body's `fields` object holds each mapped answer, as the form sent it, under
 //! the name the mapping gives it, and the constants.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderValue;
 use shared::auth::signature_header;
@@ -44,7 +43,10 @@ impl Webhook {
 
     /// Each mapped field and what it takes (`stream-worker mapping check`).
     pub fn mapping_lines(&self) -> Vec<String> {
-        self.typed.as_ref().map(|typed| typed_map::lines(typed, &|_| String::from("as sent"))).unwrap_or_default()
+        match &self.typed {
+            Some(typed) => typed_map::lines(typed, &|_| String::from("as sent")),
+            None => vec![String::from("no LEAD_MAPPING: the body has no fields object (docs/mapping.md)")],
+        }
     }
 
     /// The body sent for `lead`: the lead's JSON, and with a mapping its `fields`.
@@ -152,7 +154,9 @@ mod tests {
         );
         assert_eq!(sink.body(&lead, "typeform:t1").get("fields").unwrap().to_text(), "{}");
         // No mapping: the lead's JSON as it always was.
-        assert_eq!(self::sink("").unwrap().body(&lead, "tally:t1"), lead.to_json());
+        let unmapped = self::sink("").unwrap();
+        assert_eq!(unmapped.body(&lead, "tally:t1"), lead.to_json());
+        assert_eq!(unmapped.mapping_lines(), ["no LEAD_MAPPING: the body has no fields object (docs/mapping.md)"]);
         let lines = sink.mapping_lines();
         assert!(lines.contains(&String::from("[tally] \"Company size\" -> company_size (as sent)")), "{lines:?}");
         assert!(lines.contains(&String::from("[tally] constant -> rating (as sent) = 3")), "{lines:?}");
