@@ -4,8 +4,8 @@
 New deliveries, sequential retries, 20 concurrent copies of one delivery, odd but valid
 deliveries (nested 24 levels, odd keys, a number past DynamoDB's range, an ID with `/`), a
 delivery whose answers scripts/dev-mapping.toml maps, a wrong key, a wrong token, the same key
-with a changed body; then a delivery through each other sender profile `stream-worker profiles` lists (its sender's example, signed as the sender signs), its
-retry, and its changed copy. Then it waits for the stream worker and prints what happened:
+with a changed body; then a delivery through each other sender profile `stream-worker profiles`
+lists (its sender's example, signed as the sender signs), its retry, and its changed copy. Then it waits for the stream worker and prints what happened:
 requests by status, receipts by status, the edge's lines its Tail Worker shipped to CloudWatch
 Logs (one per request, each with the status the sender got), leads, the mapped lead's fields,
 and whether leads == unique submissions. Standard library only; talks to 127.0.0.1 only.

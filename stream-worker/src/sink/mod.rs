@@ -64,13 +64,10 @@ impl Sink {
     pub fn with_mapping(self, mapping: shared::field_map::FieldMapping) -> anyhow::Result<Sink> {
         match self {
             Sink::Salesforce(sink) => Ok(Sink::Salesforce(sink.with_mapping(mapping))),
-            Sink::HubSpot(_) if mapping.assignment.is_some() => anyhow::bail!(
-                "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (HubSpot has no assignment rules)"
+            Sink::HubSpot(_) | Sink::Webhook(_) if mapping.assignment.is_some() => anyhow::bail!(
+                "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (only Salesforce has assignment rules)"
             ),
             Sink::HubSpot(sink) => Ok(Sink::HubSpot(sink.with_mapping(mapping))),
-            Sink::Webhook(_) if mapping.assignment.is_some() => anyhow::bail!(
-                "LEAD_MAPPING: [salesforce] assignment is for LEAD_SINK=salesforce; remove it (a webhook has no assignment rules)"
-            ),
             Sink::Webhook(sink) => Ok(Sink::Webhook(sink.with_mapping(&mapping).map_err(anyhow::Error::msg)?)),
             other if mapping.is_empty() => Ok(other),
             _ => anyhow::bail!(
