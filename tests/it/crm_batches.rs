@@ -312,6 +312,25 @@ async fn hubspot_a_pacing_wait_past_the_deadline_hands_the_batch_back_with_its_p
     assert_eq!((state.requests, state.throttled), (1, 0), "one call, none into the limit");
 }
 
+/// A used-up day's 429 carries no rate-limit header, only `policyName: DAILY`: its records go
+/// back as `sink_daily_limit`, and the next batch makes no call until the probe a minute later
+/// (one call a minute, not one per invocation until the portal's midnight).
+#[tokio::test]
+async fn hubspot_a_daily_429_without_headers_holds_the_next_calls() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let sink = hubspot(&standin).await;
+    standin.state.lock().unwrap().daily_remaining = 0;
+    let leads = [sample_lead("sub_hday_1"), sample_lead("sub_hday_2")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let day = Err(SinkError::Retryable { reason: "sink_daily_limit", retry_after: None });
+    for _ in 0..3 {
+        assert_eq!(sink.upsert_batch(&items, None).await, [day, day]);
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.day_refused, 1, "one call learnt the day is used up; the others were held");
+    assert!(state.tickets.is_empty());
+}
+
 #[tokio::test]
 async fn hubspot_two_ids_differing_only_in_case_in_one_batch_never_share_a_ticket() {
     let w = World::start("hs-batch-case").await;

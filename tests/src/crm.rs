@@ -39,7 +39,8 @@ pub use salesforce_fields::OrgField;
 /// database's would be), then leaves after `latency` with the state free, so the calls of two
 /// workers overlap as at HubSpot ([`HubSpotStandIn::most_at_once`] counts it). Sources: developers.hubspot.com
 /// "Error handling" (429, 502/504, 503; the `status`/`category`/`message` body), "Using object
-/// APIs" (batch upsert).
+/// APIs" (batch upsert), "API usage guidelines and limits" (a used-up day's 429, `policyName:
+/// DAILY`, on every call).
 ///
 /// Knobs: `fail_next` (any status; 429 with the `RATE_LIMIT` body), `conflicting_emails` (a
 /// contact upsert naming one answers 409 `CONFLICT`, as HubSpot's contact endpoints do for an
@@ -106,6 +107,8 @@ pub struct HubSpotState {
     pub daily_remaining: u64,
     /// 429s answered for the burst limit.
     pub throttled: usize,
+    /// 429s answered for the day used up (`daily_remaining` 0).
+    pub day_refused: usize,
     /// How long each answer takes to leave once it is decided, the state unlocked meanwhile:
     /// requests overlap as they do at HubSpot (the state still changes one request at a time).
     pub latency: Duration,
@@ -354,6 +357,19 @@ fn error_traced(trace: &Option<Value>, mut error: Value) -> Value {
 /// The answer to one request: 429 past the burst limit, else [`serve`]'s, with the limit headers.
 fn limited(state: &mut HubSpotState, token: &str, request: &StubRequest) -> StubResponse {
     let now = Instant::now();
+    // The day used up: every call answered 429 until the portal's midnight ("API usage
+    // guidelines and limits": the body's `policyName` is `DAILY`), here with no rate-limit
+    // header at all, the least a client can be told.
+    if state.daily_remaining == 0 {
+        state.day_refused += 1;
+        return StubResponse::json(
+            429,
+            json!({
+                "status": "error", "message": "You have reached your daily limit.",
+                "errorType": "RATE_LIMIT", "policyName": "DAILY"
+            }),
+        );
+    }
     if let Some((max, interval)) = state.rate_limit {
         while state.window.front().is_some_and(|sent| *sent + interval <= now) {
             state.window.pop_front();

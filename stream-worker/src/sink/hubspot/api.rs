@@ -271,9 +271,7 @@ impl HubSpot {
             let hold = self.pacer.lock().map_err(|_| PACER_POISONED)?.try_send(Instant::now());
             match hold {
                 Ok(()) => return Ok(()),
-                Err(Hold::DayUsedUp) => {
-                    return Err(SinkError::Retryable { reason: "sink_daily_limit", retry_after: None })
-                }
+                Err(Hold::DayUsedUp) => return Err(DAY_USED_UP),
                 Err(Hold::Wait(wait)) if pace::wait_fits(wait, Instant::now(), deadline) => {
                     tokio::time::sleep(wait).await;
                 }
@@ -291,6 +289,9 @@ impl HubSpot {
         }
     }
 }
+
+/// The portal's day used up: said by `Daily-Remaining: 0` or a 429's `policyName: DAILY`.
+pub(super) const DAY_USED_UP: SinkError = SinkError::Retryable { reason: "sink_daily_limit", retry_after: None };
 
 const PACER_POISONED: SinkError = SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None };
 

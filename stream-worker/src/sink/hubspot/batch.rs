@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::api::{
     association_error, classify_contact_error, classify_error, classify_upsert_answer, HubSpot, CONTACT_CONFLICT,
+    DAY_USED_UP,
 };
 use crate::sink::contract::{SinkError, RECEIPT_UPDATE_BUDGET};
 use crate::sink::http::{classify_status, transport_error};
@@ -210,15 +211,21 @@ impl HubSpot {
         let response = request.send().await.map_err(|e| transport_error(&e))?;
         let headers = response.headers().iter().filter_map(|(n, v)| Some((n.as_str(), v.to_str().ok()?)));
         let limits = super::pace::Limits::from_headers(headers);
-        self.observe(limits);
         let status = response.status().as_u16();
         let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let body: Value = response.json().await.unwrap_or(Value::Null);
         // A 429 (the private app's window used by another worker with the same token: each
-        // shard's invocation paces on its own) carries no `Retry-After`: its records go back to
-        // the stream, and the pacer, which saw its `Remaining: 0`, holds the next call until
-        // the window has room. A 423 (a burst of upserts HubSpot is still syncing) asks for "a
-        // delay of at least 2 seconds": waited in place when it fits.
+        // shard's invocation paces on its own; or the portal's day) carries no `Retry-After`:
+        // its records go back to the stream, and the pacer, which saw its `Remaining: 0` or
+        // its `policyName`, holds the next call until the window has room, or the day's until
+        // the probe a minute later (one call a minute, not one per invocation until midnight).
+        // A 423 (a burst of upserts HubSpot is still syncing) asks for "a delay of at least 2
+        // seconds": waited in place when it fits.
+        let policy = (status == 429).then(|| body["policyName"].as_str()).flatten();
+        self.observe(limits.refused_by(policy));
+        if super::pace::is_daily(policy) {
+            return Err(DAY_USED_UP);
+        }
         let retry_after = match (status, retry_after) {
             (423, None) => Some(String::from("2")),
             (_, retry_after) => retry_after,

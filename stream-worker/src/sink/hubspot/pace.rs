@@ -14,7 +14,8 @@
 //! At 250,000 left that is one call per 0.35 s; a backlog then waits a little and goes in
 //! fuller batches, instead of spending the day by noon and waiting for midnight. The spacing
 //! is never over a minute (the last calls of a day go one a minute). A portal whose day is
-//! used up (`Daily-Remaining: 0`) is called once a minute at most, to learn when it is back.
+//! used up (`Daily-Remaining: 0`, or a 429's `policyName: DAILY`) is called once a minute at
+//! most, to learn when it is back.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -73,6 +74,23 @@ impl Limits {
         }
         limits
     }
+
+    /// The limits a 429 says were hit, by its body's `policyName` ("API usage guidelines and
+    /// limits": `DAILY` for the portal's day, `TEN_SECONDLY_ROLLING` or `SECONDLY` for the
+    /// window), over what its headers said: a 429 may carry none, and then the pacer would
+    /// send the next call at once into the same refusal.
+    pub fn refused_by(self, policy: Option<&str>) -> Limits {
+        match policy {
+            Some("DAILY") => Limits { daily_remaining: Some(0), ..self },
+            Some("TEN_SECONDLY_ROLLING" | "SECONDLY") => Limits { remaining: Some(0), ..self },
+            _ => self,
+        }
+    }
+}
+
+/// Whether a 429's `policyName` is the portal's day: used up until the portal's midnight.
+pub fn is_daily(policy: Option<&str>) -> bool {
+    policy == Some("DAILY")
 }
 
 /// Why no call may go now.
@@ -271,6 +289,32 @@ mod tests {
         // Used up again, then the probe a minute later is not held by the day's spacing.
         pacer.observe(probe + DAY_PROBE_AFTER, used_up);
         assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER), Ok(()), "the next probe goes");
+    }
+
+    /// A 429 without rate-limit headers still holds the next call: by its `policyName`, the
+    /// day until the probe a minute later, the window until it is an interval old.
+    #[test]
+    fn a_429_s_policy_holds_the_next_call_when_its_headers_say_nothing() {
+        let start = Instant::now();
+        let none = Limits::default();
+        assert_eq!(none.refused_by(Some("DAILY")), Limits { daily_remaining: Some(0), ..none });
+        assert_eq!(none.refused_by(Some("TEN_SECONDLY_ROLLING")), Limits { remaining: Some(0), ..none });
+        assert_eq!(none.refused_by(Some("SECONDLY")), Limits { remaining: Some(0), ..none });
+        assert_eq!(none.refused_by(Some("daily")), none, "HubSpot's names, exactly");
+        assert_eq!(none.refused_by(None), none);
+        // The day: held, then the probe.
+        let mut pacer = Pacer::default();
+        assert_eq!(pacer.try_send(start), Ok(()));
+        pacer.observe(start, none.refused_by(Some("DAILY")));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Err(Hold::DayUsedUp));
+        assert_eq!(pacer.try_send(start + DAY_PROBE_AFTER), Ok(()));
+        // The window: held until the refusal is an interval old.
+        let mut pacer = Pacer::default();
+        assert_eq!(pacer.try_send(start), Ok(()));
+        pacer.observe(start, none.refused_by(Some("TEN_SECONDLY_ROLLING")));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Err(Hold::Wait(Duration::from_secs(9))));
+        assert_eq!(pacer.try_send(start + DEFAULT_INTERVAL), Ok(()));
+        assert!(is_daily(Some("DAILY")) && !is_daily(Some("TEN_SECONDLY_ROLLING")) && !is_daily(None));
     }
 
     #[test]
