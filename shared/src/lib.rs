@@ -23,6 +23,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod auth;
+pub mod backoff;
 pub mod config;
 pub mod decimal;
 pub mod decision;

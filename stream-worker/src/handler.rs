@@ -15,6 +15,7 @@ use shared::time::iso8601_millis;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::backoff::Backoff;
 use crate::metrics::Tally;
 use crate::receipts::{Mark, Marked, ReceiptStore};
 use crate::sink::{LeadSink, SinkError};
@@ -31,6 +32,8 @@ pub struct Handler<S, R> {
     pub receipts: R,
     /// How receipts become leads where that is configured.
     pub mapping: shared::profile::registry::LeadMapping,
+    /// The waits of records refused for the sink's setup ([`crate::backoff`]).
+    pub backoff: Backoff,
 }
 
 /// A record that must be retried, from its sequence number on; the reason is for the log.
@@ -81,14 +84,20 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// Before each record but the first, the time left must cover one record at its worst
     /// ([`LeadSink::record_budget`]); otherwise that record is reported unprocessed, so Lambda
     /// keeps the batch's progress instead of timing out and retrying all of it. The first record
-    /// is always tried, or a function whose timeout is too short would never move on.
+    /// is always tried, or a function whose timeout is too short would never move on, unless
+    /// it waits after refusals that stand ([`crate::backoff`]): then the batch is held back
+    /// until its wait is over (`handler/hold.rs`).
     pub async fn handle_counted(&self, event: Event, deadline: Option<Instant>) -> (DynamoDbEventResponse, Tally) {
         let records = &event.records;
+        if let Some(held) = self.hold_back(records, deadline).await {
+            return conclude(records, held);
+        }
         let results = if self.sink.batch_size() > 1 {
             self.run_batched(records, deadline).await
         } else {
             self.run_lanes(records, deadline).await
         };
+        self.note_outcomes(records, &results);
         conclude(records, results)
     }
 
@@ -342,10 +351,7 @@ fn lanes(records: &[EventRecord]) -> Vec<Vec<usize>> {
     let mut lanes: Vec<Vec<usize>> = Vec::new();
     let mut by_key: HashMap<&str, usize> = HashMap::new();
     for (index, record) in records.iter().enumerate() {
-        let key = [&record.change.keys, &record.change.new_image].into_iter().find_map(|item| match item.get("pk") {
-            Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
-            _ => None,
-        });
+        let key = receipt_key(record);
         match key.and_then(|key| by_key.get(key)) {
             Some(&lane) => lanes[lane].push(index),
             None => {
@@ -357,6 +363,14 @@ fn lanes(records: &[EventRecord]) -> Vec<Vec<usize>> {
         }
     }
     lanes
+}
+
+/// A record's receipt key: `Keys.pk`, else its new image's `pk`.
+fn receipt_key(record: &EventRecord) -> Option<&str> {
+    [&record.change.keys, &record.change.new_image].into_iter().find_map(|item| match item.get("pk") {
+        Some(serde_dynamo::AttributeValue::S(key)) => Some(key.as_str()),
+        _ => None,
+    })
 }
 
 /// True if `arn` is a stream of `table` (`arn:<partition>:dynamodb:<region>:<account>:table/
@@ -425,5 +439,6 @@ fn log_record(
 mod batched;
 #[cfg(test)]
 mod batched_tests;
+mod hold;
 #[cfg(test)]
 mod tests;

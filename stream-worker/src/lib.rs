@@ -6,6 +6,7 @@
 //! (`shared::stream::decide`, `shared::lead`); this crate does the I/O. It never deletes or
 //! creates receipts, and it never writes a lead except through the sink's upsert.
 
+pub mod backoff;
 pub mod cli;
 pub mod config;
 pub mod console;

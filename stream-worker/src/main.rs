@@ -93,6 +93,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let handler = Handler {
+        backoff: Default::default(),
         sink,
         receipts: DynamoReceipts::new(dynamodb.clone(), &config.table),
         mapping: config.mapping.clone(),

@@ -90,7 +90,8 @@ impl<S: LeadSink + Sync> LeadSink for OneAtATime<S> {
 
 /// Feeds `records` to the handler in batches of `batch`; records/s and CPU µs per record.
 async fn run<S: LeadSink + Sync>(world: &World, sink: S, records: Vec<Value>, batch: usize) -> (f64, f64) {
-    let handler = Handler { mapping: Default::default(), sink, receipts: world.receipts() };
+    let handler =
+        Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: world.receipts() };
     let count = records.len();
     let events: Vec<Event> =
         records.chunks(batch).map(|chunk| serde_json::from_value(json!({ "Records": chunk })).unwrap()).collect();

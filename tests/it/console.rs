@@ -119,6 +119,7 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     // The stream's pass: the sink refuses sub_markup (FAILED) and writes sub_fine.
     let poller = worker::poller(&config, "receipts", w.dir.0.join("checkpoint.json"));
     let refusing = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Refusing { inner: Sink::connect(&sqlite()).await.unwrap(), refuse: &["sub_markup"] },
         receipts: worker::receipts(&config, "receipts"),
@@ -128,6 +129,7 @@ async fn an_operator_finds_a_failed_receipt_in_the_browser_and_redrives_it_once(
     // From now on the stream runs with a sink that accepts everything, as the deployed
     // function would once the cause is fixed.
     let healthy = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&sqlite()).await.unwrap(),
         receipts: worker::receipts(&config, "receipts"),

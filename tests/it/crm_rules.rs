@@ -31,7 +31,9 @@ async fn hubspot_sink(standin: &HubSpotStandIn) -> Sink {
 }
 
 fn handler(w: &World, sink: Sink) -> Handler<Sink, DynamoReceipts> {
-    Handler { mapping: Default::default(), sink, receipts: w.receipts() }
+    // The org's refusals are retried many times here: waits of milliseconds, doubling alike.
+    let backoff = stream_worker::backoff::Backoff::starting_at(Duration::from_millis(5));
+    Handler { backoff, mapping: Default::default(), sink, receipts: w.receipts() }
 }
 
 fn assert_status(w: &World, id: &str, status: &str, reason: Option<&str>) {

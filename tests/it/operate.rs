@@ -122,7 +122,12 @@ async fn reconcile_completes_receipts_the_stream_never_delivered_once() {
     // One receipt the stream delivers: the poller (the Lambda handler's path) completes it.
     w.deliver("sub_streamed", 3_600_000);
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.leads_db().display().to_string() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: worker::receipts(&config, TABLE) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink,
+        receipts: worker::receipts(&config, TABLE),
+    };
     let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
     worker::drain(&poller, &handler).await;
     assert_eq!(w.status("sub_streamed"), "COMPLETED");
@@ -238,6 +243,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     // The stream's pass: the sink refuses sub_bad, sub_bad_2 and sub_bad_3 (FAILED), writes sub_ok.
     let poller = worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
     let refusing = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Refusing {
             inner: Sink::connect(&sqlite()).await.unwrap(),
@@ -298,6 +304,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
     // The sink accepts them now. A redrive reopens a FAILED receipt for the stream (the only
     // caller of the sink for it), and waits for its verdict.
     let healthy = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&sqlite()).await.unwrap(),
         receipts: worker::receipts(&config, TABLE),
@@ -342,6 +349,7 @@ async fn receipts_are_listed_shown_and_a_failed_one_is_redriven_to_one_lead() {
         std::thread::spawn(move || binary.output().unwrap())
     };
     let holding = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Holding {
             inner: Sink::connect(&sqlite()).await.unwrap(),

@@ -177,6 +177,7 @@ async fn redrive_says_when_the_sink_refuses_again_cannot_take_it_now_or_the_rece
     let poller = tests::worker::poller(&config, TABLE, w.dir.0.join("checkpoint.json"));
     let webhook = SinkConfig::Webhook { url: sink.url(), secret: SigningSecret::parse(&secret).unwrap() };
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&webhook).await.unwrap(),
         receipts: tests::worker::receipts(&config, TABLE),

@@ -176,17 +176,28 @@ async fn through_the_handler_a_webhook_refusal_fails_the_receipt_and_an_outage_l
     // Unreachable, then hung: the receipt waits, the shard stops at it.
     w.deliver("sub_wh_down");
     let closed = webhook_sink(&format!("http://127.0.0.1:{}/leads", tests::free_port())).await;
-    w.assert_retried(&Handler { mapping: Default::default(), sink: closed, receipts: w.receipts() }, "sub_wh_down")
-        .await;
+    w.assert_retried(
+        &Handler { backoff: Default::default(), mapping: Default::default(), sink: closed, receipts: w.receipts() },
+        "sub_wh_down",
+    )
+    .await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = stream_worker::sink::http::client_with_timeout(Duration::from_millis(300)).unwrap();
     let hung = Webhook::new(client, &format!("http://{}/leads", listener.local_addr().unwrap()), secret());
-    w.assert_retried(&Handler { mapping: Default::default(), sink: hung, receipts: w.receipts() }, "sub_wh_down").await;
+    w.assert_retried(
+        &Handler { backoff: Default::default(), mapping: Default::default(), sink: hung, receipts: w.receipts() },
+        "sub_wh_down",
+    )
+    .await;
     drop(listener);
     // The receiver is back: the same receipt goes through.
     let standin = WebhookStandIn::start();
-    let handler =
-        Handler { mapping: Default::default(), sink: webhook_sink(&standin.url()).await, receipts: w.receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: webhook_sink(&standin.url()).await,
+        receipts: w.receipts(),
+    };
     w.drain(&handler).await;
     w.assert_status("sub_wh_down", "COMPLETED", None);
     // The receiver refuses the lead's content: FAILED, and the next receipts go on.
@@ -325,6 +336,7 @@ async fn through_the_handler_a_hubspot_refusal_fails_the_receipt_and_the_rest_ne
     let w = world().await;
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&hubspot_config(&standin.server.url())).await.unwrap(),
         receipts: w.receipts(),
@@ -446,7 +458,7 @@ async fn through_the_handler_a_salesforce_refusal_fails_the_receipt_and_limits_n
     let w = world().await;
     let standin = salesforce_standin();
     let sink = Sink::connect(&salesforce_config(&standin.server.url(), SF_FIELD)).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     // Several Leads hold the submission ID (300): this lead's data problem, FAILED.
     standin.state.lock().unwrap().ambiguous.insert("sub_sfh_dup".into());
     w.deliver("sub_sfh_dup");
@@ -471,8 +483,12 @@ async fn a_non_ascii_submission_id_reaches_the_webhook_receiver_as_its_utf8_byte
     // accents, CJK, an emoji, `/`, `+`, `:`, `=`, a space and a no-break space (U+00A0).
     let w = world().await;
     let standin = WebhookStandIn::start();
-    let handler =
-        Handler { mapping: Default::default(), sink: webhook_sink(&standin.url()).await, receipts: w.receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: webhook_sink(&standin.url()).await,
+        receipts: w.receipts(),
+    };
     let ids = ["sub_é/東京 +:=", "réponse 🚀", "sub\u{a0}nbsp"];
     for id in ids {
         w.deliver(id);

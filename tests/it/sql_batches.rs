@@ -55,7 +55,7 @@ async fn counted_postgres() -> (Postgres, Sink) {
 async fn postgres_writes_a_stream_batch_in_one_statement_and_a_lead_it_refuses_fails_alone() {
     let w = World::start("sql-batches").await;
     let (postgres, sink) = counted_postgres().await;
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     for i in 0..4 {
         w.deliver(&format!("sub_sql_{i}"));
     }

@@ -39,7 +39,7 @@ async fn postgres_leads(url: &str) -> Vec<(String, String, i64)> {
 async fn a_record_delivered_twice_is_one_lead_upserted_twice_sqlite() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     w.deliver("sub_twice");
     worker::drain(&w.poller(), &handler).await;
     assert_eq!(w.sqlite_leads(), [lead("sub_twice", 1)]);
@@ -58,7 +58,7 @@ async fn a_record_delivered_twice_is_one_lead_upserted_twice_postgres() {
     let sink = Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
         .await
         .unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     w.deliver("sub_pg");
     worker::drain(&w.poller(), &handler).await;
     std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
@@ -71,7 +71,12 @@ async fn a_record_delivered_twice_is_one_lead_upserted_twice_postgres() {
 async fn a_crash_between_the_upsert_and_the_receipt_update_leaves_one_lead() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: CrashBeforeMark::new(w.receipts(), 1) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink,
+        receipts: CrashBeforeMark::new(w.receipts(), 1),
+    };
     w.deliver("sub_crash");
     let poller = w.poller();
     let first = poller.pass(&handler).await.unwrap();
@@ -109,7 +114,7 @@ async fn a_retryable_failure_stops_the_batch_at_that_record_and_resumes_there() 
         .await
         .unwrap();
     let sink = FlakySink { inner, broken: Mutex::new(Some("sub_3".into())), attempts: Mutex::new(vec![]) };
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     for i in 1..=5 {
         w.deliver(&format!("sub_{i}"));
     }
@@ -142,7 +147,7 @@ async fn a_retryable_failure_stops_the_batch_at_that_record_and_resumes_there() 
 async fn a_poison_record_is_marked_failed_and_the_next_ones_are_processed() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     let mut poison = receipt(&delivery::body("sub_poison", "x", 1), now_millis());
     poison.submission_id = "someone_else".into();
     put_item(&w.store, TABLE, &poison.to_item());
@@ -157,7 +162,7 @@ async fn a_poison_record_is_marked_failed_and_the_next_ones_are_processed() {
 async fn a_receipt_deleted_before_the_update_is_not_recreated() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     let key = w.deliver("sub_ttl");
     w.store.ok("DynamoDB_20120810.DeleteItem", &serde_json::json!({"TableName": TABLE, "Key": {"pk": {"S": key}}}));
     worker::drain(&w.poller(), &handler).await;
@@ -170,7 +175,7 @@ async fn a_receipt_deleted_before_the_update_is_not_recreated() {
 async fn a_restarted_poller_resumes_from_its_checkpoint() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     w.deliver("sub_a");
     worker::drain(&w.poller(), &handler).await;
     w.deliver("sub_b");
@@ -524,18 +529,38 @@ async fn a_redelivered_record_never_turns_a_completed_receipt_into_failed() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
     w.deliver("sub_done");
-    worker::drain(&w.poller(), &Handler { mapping: Default::default(), sink, receipts: w.receipts() }).await;
+    worker::drain(
+        &w.poller(),
+        &Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() },
+    )
+    .await;
     assert_eq!(w.status("sub_done"), Some(("COMPLETED".into(), None)));
     // The stream delivers the INSERT again; this time the sink refuses the lead. The update
     // against the real store must not apply: the receipt is no longer RECEIVED.
     std::fs::remove_file(w.dir.0.join("checkpoint.json")).unwrap();
-    worker::drain(&w.poller(), &Handler { mapping: Default::default(), sink: RefusingSink, receipts: w.receipts() })
-        .await;
+    worker::drain(
+        &w.poller(),
+        &Handler {
+            backoff: Default::default(),
+            mapping: Default::default(),
+            sink: RefusingSink,
+            receipts: w.receipts(),
+        },
+    )
+    .await;
     assert_eq!(w.status("sub_done"), Some(("COMPLETED".into(), None)));
     // A receipt still RECEIVED is marked FAILED by the same sink, so the update itself works.
     w.deliver("sub_refused");
-    worker::drain(&w.poller(), &Handler { mapping: Default::default(), sink: RefusingSink, receipts: w.receipts() })
-        .await;
+    worker::drain(
+        &w.poller(),
+        &Handler {
+            backoff: Default::default(),
+            mapping: Default::default(),
+            sink: RefusingSink,
+            receipts: w.receipts(),
+        },
+    )
+    .await;
     assert_eq!(w.status("sub_refused"), Some(("FAILED".into(), Some("sink_rejected".into()))));
     // Each verdict has its own time: completedAt for a lead written, failedAt for one never.
     let done = w.store.get(TABLE, &delivery::key("sub_done")).unwrap();
@@ -569,7 +594,7 @@ async fn the_poller_refuses_a_stream_without_new_images() {
     let keys_only = tests::aws::sdk_config(&w.store, &w.store.worker_access_key("keys-only", "keys-only")).await;
     let poller = worker::poller(&keys_only, "keys-only", w.dir.0.join("other-checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     let error = poller.run(&handler, Duration::from_millis(10), std::future::pending()).await.unwrap_err();
     assert!(format!("{error:#}").contains("must carry new images"), "{error:#}");
     assert!(format!("{error:#}").contains("KEYS_ONLY"), "{error:#}");
@@ -677,7 +702,11 @@ async fn a_trimmed_checkpoint_restarts_at_the_trim_horizon_instead_of_failing_fo
     w.deliver("sub_trim_1");
     w.deliver("sub_trim_2");
     let sink = Sink::connect(&SinkConfig::Sqlite { path: path.clone() }).await.unwrap();
-    worker::drain(&w.poller(), &Handler { mapping: Default::default(), sink, receipts: w.receipts() }).await;
+    worker::drain(
+        &w.poller(),
+        &Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() },
+    )
+    .await;
     assert_eq!(w.sqlite_leads().len(), 2);
     // The worker was down longer than the stream keeps records: its checkpoint is trimmed.
     let proxy = tests::proxy::FaultProxy::start(w.store.port);
@@ -689,7 +718,11 @@ async fn a_trimmed_checkpoint_restarts_at_the_trim_horizon_instead_of_failing_fo
     let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("trimmed", worker::TABLE)).await;
     let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap();
-    let passes = worker::drain(&poller, &Handler { mapping: Default::default(), sink, receipts: w.receipts() }).await;
+    let passes = worker::drain(
+        &poller,
+        &Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() },
+    )
+    .await;
     // It went on from the oldest record still there, rather than failing every pass.
     assert!(passes.iter().all(|p| p.failed_batches == 0), "{passes:?}");
     let leads = w.sqlite_leads();
@@ -703,7 +736,7 @@ async fn a_second_poller_on_the_same_checkpoint_refuses_to_start() {
     let first = w.poller();
     let second = w.poller();
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     let running = first.run(&handler, Duration::from_millis(20), async {
         let _ = stopped.await;
     });
@@ -799,7 +832,12 @@ async fn across_a_shard_split_the_child_waits_until_its_parent_is_past_a_failure
         },
     ];
     let (_server, poller, dir) = standin_poller(shards).await;
-    let handler = Handler { mapping: Default::default(), sink: BusySink::default(), receipts: AcceptingReceipts };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BusySink::default(),
+        receipts: AcceptingReceipts,
+    };
     // The parent's second record fails: its child must not be read past it.
     handler.sink.busy.lock().unwrap().insert("sub_split_2".into());
     let pass = poller.pass(&handler).await.unwrap();
@@ -823,7 +861,12 @@ async fn an_empty_page_inside_a_shard_is_passed_on_the_next_pass_not_met_again()
         vec![("301".into(), image("sub_gap_1")), (EMPTY_PAGE.into(), Value::Null), ("302".into(), image("sub_gap_2"))];
     let shards = vec![Shard { id: "shard-open".into(), parent: None, records, closed: false }];
     let (_server, poller, _dir) = standin_poller(shards).await;
-    let handler = Handler { mapping: Default::default(), sink: BusySink::default(), receipts: AcceptingReceipts };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BusySink::default(),
+        receipts: AcceptingReceipts,
+    };
     // The first pass ends at the empty page; the second goes on from its NextShardIterator. A
     // poller that started again from the checkpoint would meet the empty page every time.
     for _ in 0..3 {
@@ -971,7 +1014,12 @@ async fn store_faults_on_the_receipt_update_leave_it_waiting_and_the_record_retr
     // The poller reads the stream directly; the receipt updates go through the proxy.
     let proxy = tests::proxy::FaultProxy::start(w.store.port);
     let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("faults", worker::TABLE)).await;
-    let handler = Handler { mapping: Default::default(), sink, receipts: worker::receipts(&through_proxy, TABLE) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink,
+        receipts: worker::receipts(&through_proxy, TABLE),
+    };
     let poller = w.poller();
     w.deliver("sub_fault");
     for (status, body) in [
@@ -1008,7 +1056,7 @@ async fn store_faults_on_the_receipt_update_leave_it_waiting_and_the_record_retr
 async fn the_poller_ignores_the_checkpoint_of_another_stream() {
     let w = world().await;
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     w.deliver("sub_arn");
     worker::drain(&w.poller(), &handler).await;
     assert_eq!(w.sqlite_leads(), [lead("sub_arn", 1)]);
@@ -1034,7 +1082,7 @@ async fn the_poller_survives_passes_that_fail_and_goes_on_when_the_store_is_back
     let through_proxy = sdk_config_at(&proxy.endpoint(), &w.store.worker_access_key("outage", worker::TABLE)).await;
     let poller = worker::poller(&through_proxy, TABLE, w.dir.0.join("checkpoint.json"));
     let sink = Sink::connect(&SinkConfig::Sqlite { path: w.sqlite_path() }).await.unwrap();
-    let handler = Handler { mapping: Default::default(), sink, receipts: w.receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: w.receipts() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = poller.run(&handler, Duration::from_millis(20), async {
         let _ = stopped.await;

@@ -149,6 +149,7 @@ async fn concurrent_copies_and_random_retries_give_one_receipt_and_one_lead_per_
     let p = path().await;
     let postgres = Postgres::start();
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&SinkConfig::Postgres { target: PostgresTarget::parse(&postgres.url(), None).unwrap() })
             .await
@@ -218,6 +219,7 @@ async fn redelivered_records_and_a_crash_before_the_receipt_update_leave_one_lea
     let p = path().await;
     let path = p.dir.0.join("leads.db").display().to_string();
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: Sink::connect(&SinkConfig::Sqlite { path }).await.unwrap(),
         receipts: CrashBeforeMark::new(p.receipts(), 2),

@@ -155,6 +155,7 @@ impl Stack {
     pub async fn sqlite_handler(&self) -> Handler<Sink, DynamoReceipts> {
         let path = self.dir.0.join("leads.db").display().to_string();
         Handler {
+            backoff: Default::default(),
             mapping: Default::default(),
             sink: Sink::connect(&SinkConfig::Sqlite { path }).await.expect("a SQLite sink in the private folder"),
             receipts: self.receipts(),

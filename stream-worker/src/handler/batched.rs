@@ -7,7 +7,8 @@
 //! receipt are never in one wave, so they keep their stream order. The partial-failure
 //! contract is the lanes' ([`Handler::handle_counted`]): the lowest record to retry is
 //! reported, no wave or batch starts past a known failure, and the invocation's first batch
-//! is always tried; a later one only when [`LeadSink::batch_budget`] fits before the deadline.
+//! is always tried (once its first record's wait, if any, is over: `handler/hold.rs`); a
+//! later one only when [`LeadSink::batch_budget`] fits before the deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -89,7 +89,7 @@ const UNAVAILABLE: Result<(), SinkError> = Err(SinkError::Retryable { reason: "s
 #[tokio::test]
 async fn a_waves_leads_go_in_one_call_and_each_receipt_is_marked_by_its_own_answer() {
     let sink = BatchSink::new(100, Duration::ZERO).answer("sub_3", REFUSED, 1);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"])]);
@@ -106,8 +106,12 @@ async fn records_of_one_receipt_go_in_successive_batches_in_stream_order() {
     let mut batch = event("batch_of_five.json");
     batch.records[2] = batch.records[0].clone();
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
-    let handler =
-        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: five_receipts(),
+    };
     let (response, tally) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_4", "sub_5"]), ids(&["sub_1"])]);
@@ -117,7 +121,7 @@ async fn records_of_one_receipt_go_in_successive_batches_in_stream_order() {
 #[tokio::test]
 async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_still_written() {
     let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", UNAVAILABLE, 1);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!((tally.written, tally.retried_total()), (4, 1));
@@ -126,8 +130,12 @@ async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_st
     // Lambda sends the batch again from sub_2: sub_2 is written, the others absorbed.
     let mut rest = event("batch_of_five.json");
     rest.records.drain(..1);
-    let handler =
-        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: handler.receipts };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: handler.receipts,
+    };
     let (response, tally) = handler.handle_counted(rest, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!((tally.written, tally.absorbed), (1, 3));
@@ -137,19 +145,19 @@ async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_st
 async fn a_short_pause_the_sink_asks_for_sends_again_only_the_leads_that_asked() {
     let pause = Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: Some(Duration::ZERO) });
     let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", pause, 1).answer("sub_4", pause, 1);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]), ids(&["sub_2", "sub_4"])]);
     // Asking every time: MAX_ATTEMPTS calls, then the record is reported.
     let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", pause, 10);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!(handler.sink.calls().len(), MAX_ATTEMPTS as usize);
     // A lead past one handed back is not waited for: it goes back with it.
     let sink = BatchSink::new(100, Duration::ZERO).answer("sub_2", UNAVAILABLE, 1).answer("sub_4", pause, 1);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, _) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!(handler.sink.calls().len(), 1);
@@ -160,6 +168,7 @@ async fn a_wave_over_the_batch_size_goes_in_several_calls_each_but_the_first_wit
     // Two leads per call, 10 s per call, 25 s left: [1, 2] ends at 10 s, [3, 4] at 20 s; [5]
     // would end at 30 s, so it is reported unprocessed.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(2, Duration::from_secs(10)),
         receipts: receipts_for(5),
@@ -171,6 +180,7 @@ async fn a_wave_over_the_batch_size_goes_in_several_calls_each_but_the_first_wit
     assert_eq!((tally.written, tally.retried_total()), (4, 1));
     // The first call is always made, however short the time.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(2, Duration::from_secs(10)),
         receipts: receipts_for(5),
@@ -183,7 +193,7 @@ async fn a_wave_over_the_batch_size_goes_in_several_calls_each_but_the_first_wit
 #[tokio::test]
 async fn no_call_goes_out_past_a_known_failure() {
     let sink = BatchSink::new(2, Duration::ZERO).answer("sub_1", UNAVAILABLE, 1);
-    let handler = Handler { mapping: Default::default(), sink, receipts: receipts_for(5) };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: receipts_for(5) };
     let (response, tally) = handler.handle_counted(batch_of(5), None).await;
     assert_eq!(failures(&response), [format!("{:021}", 301)]);
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"])]);
@@ -198,8 +208,12 @@ async fn records_before_a_lead_in_its_lane_settle_on_their_own_and_the_lead_join
     completion.change.sequence_number = Some("000000000000000000201".into());
     batch.records[2] = std::mem::replace(&mut batch.records[0], completion);
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
-    let handler =
-        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: five_receipts(),
+    };
     let (response, tally) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(handler.sink.calls(), [ids(&["sub_2", "sub_1", "sub_4", "sub_5"])], "in stream order");
@@ -214,8 +228,12 @@ async fn a_failure_met_before_the_wave_keeps_later_leads_out_of_it() {
         serde_dynamo::Item::from(std::collections::HashMap::<String, serde_dynamo::AttributeValue>::new());
     batch.records[1].change.keys =
         serde_dynamo::Item::from(std::collections::HashMap::<String, serde_dynamo::AttributeValue>::new());
-    let handler =
-        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: five_receipts(),
+    };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!(handler.sink.calls(), [ids(&["sub_1"])], "nothing past the failure is sent");
@@ -229,6 +247,7 @@ async fn a_later_wave_starts_only_within_the_deadline() {
     batch.records[2] = batch.records[0].clone();
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(100, Duration::from_secs(10)),
         receipts: five_receipts(),
@@ -241,6 +260,7 @@ async fn a_later_wave_starts_only_within_the_deadline() {
 #[tokio::test(start_paused = true)]
 async fn a_batch_whose_budget_ends_exactly_at_the_deadline_is_sent() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(2, Duration::from_secs(10)),
         receipts: receipts_for(5),
@@ -254,7 +274,7 @@ async fn a_batch_whose_budget_ends_exactly_at_the_deadline_is_sent() {
 async fn a_lead_the_sink_gave_no_answer_for_is_retried_and_the_others_are_done() {
     let mut sink = BatchSink::new(100, Duration::ZERO);
     sink.short = true;
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000205"]);
     assert_eq!(tally.written, 4);
@@ -268,8 +288,12 @@ async fn one_receipts_records_are_sent_in_stream_order() {
     let text = serde_json::to_string(&serde_json::to_value(&batch.records[0]).unwrap()).unwrap();
     batch.records[2] = serde_json::from_str(&text.replace("\"Hello\"", "\"Hello again\"")).unwrap();
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
-    let handler =
-        Handler { mapping: Default::default(), sink: BatchSink::new(100, Duration::ZERO), receipts: five_receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: five_receipts(),
+    };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
     let sub_1: Vec<String> =
@@ -286,8 +310,12 @@ async fn a_later_waves_record_before_its_lead_starts_only_when_a_store_call_fits
         batch.records[2].change.sequence_number = Some("000000000000000000203".into());
         batch
     };
-    let handler =
-        |delay| Handler { mapping: Default::default(), sink: BatchSink::new(100, delay), receipts: five_receipts() };
+    let handler = |delay| Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, delay),
+        receipts: five_receipts(),
+    };
     let ten = Duration::from_secs(10);
     // 5 s left after wave 1, under the store's 11 s: the completion is left for the retry.
     let h = handler(ten);
@@ -353,7 +381,8 @@ async fn a_batchs_receipts_are_marked_while_the_next_batch_is_sent() {
     // 1.5, 3 and 4.5 s; all after the last call, at 3.5 s.)
     let (second, half) = (Duration::from_secs(1), Duration::from_millis(500));
     let receipts = SlowMarks::new(five_receipts(), half);
-    let handler = Handler { mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
+    let handler =
+        Handler { backoff: Default::default(), mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(tally.written, 5);
@@ -374,7 +403,8 @@ async fn an_update_that_fails_beside_the_next_call_stops_the_batches_after_it() 
     let (second, half) = (Duration::from_secs(1), Duration::from_millis(500));
     let mut receipts = SlowMarks::new(receipts_for(6), half);
     receipts.fails = Some("sub_1".into());
-    let handler = Handler { mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
+    let handler =
+        Handler { backoff: Default::default(), mapping: Default::default(), sink: BatchSink::new(2, second), receipts };
     let (response, _) = handler.handle_counted(batch_of(6), None).await;
     assert_eq!(failures(&response), ["000000000000000000301"]);
     assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2"]), ids(&["sub_3", "sub_4"])]);

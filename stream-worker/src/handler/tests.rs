@@ -97,6 +97,7 @@ pub(super) fn key(id: &str) -> String {
 #[tokio::test]
 async fn an_insert_becomes_a_lead_and_a_completed_receipt() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -113,6 +114,7 @@ async fn an_insert_becomes_a_lead_and_a_completed_receipt() {
 #[tokio::test]
 async fn a_modify_that_replaced_an_expired_receipt_is_applied() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), "2027-01-05T10:00:00.000Z")]),
@@ -124,8 +126,12 @@ async fn a_modify_that_replaced_an_expired_receipt_is_applied() {
 
 #[tokio::test]
 async fn completions_and_ttl_removals_are_skipped() {
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::default(),
+    };
     for fixture in ["modify_completed.json", "remove_ttl.json"] {
         assert!(failures(&handler.handle(event(fixture), None).await).is_empty(), "{fixture}");
     }
@@ -135,8 +141,12 @@ async fn completions_and_ttl_removals_are_skipped() {
 #[tokio::test]
 async fn a_deleted_receipt_is_not_recreated() {
     // The lead is written, the receipt is gone: nothing to mark, nothing to retry.
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::default(),
+    };
     assert!(failures(&handler.handle(event("insert.json"), None).await).is_empty());
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
     // That the update does not re-create it is the real store's condition:
@@ -147,8 +157,12 @@ async fn a_deleted_receipt_is_not_recreated() {
 async fn the_batch_stops_at_the_first_retryable_failure() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&pairs),
+    };
     handler.sink.fail("sub_3", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
     let response = handler.handle(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000203"]);
@@ -159,6 +173,7 @@ async fn the_batch_stops_at_the_first_retryable_failure() {
 #[tokio::test]
 async fn a_short_retry_after_is_waited_out_in_place() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -197,6 +212,7 @@ async fn a_short_retry_after_is_waited_out_in_place() {
 #[tokio::test]
 async fn poison_is_marked_failed_and_the_batch_goes_on() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_p"), AT), (&key("sub_g"), AT)]),
@@ -211,6 +227,7 @@ async fn poison_is_marked_failed_and_the_batch_goes_on() {
 #[tokio::test]
 async fn a_lead_the_sink_refuses_is_marked_failed() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -224,6 +241,7 @@ async fn a_lead_the_sink_refuses_is_marked_failed() {
 async fn a_record_without_a_new_image_is_read_from_the_table_by_its_key() {
     // KEYS_ONLY: the receipt is read by its key, consistently, and processed as usual.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -237,8 +255,12 @@ async fn a_record_without_a_new_image_is_read_from_the_table_by_its_key() {
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1"]);
     assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
     // A receipt gone since (TTL) is skipped, not retried and not re-created.
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::default() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::default(),
+    };
     assert!(failures(&handler.handle(event("keys_only.json"), None).await).is_empty());
     assert!(handler.sink.upserts.lock().unwrap().is_empty());
     // No image and no key: nothing to read by, so it is retried rather than skipped.
@@ -353,6 +375,7 @@ fn a_sink_takes_max_concurrent_records_unless_it_says_otherwise() {
 #[tokio::test(start_paused = true)]
 async fn no_more_than_max_concurrent_records_run_at_once_whatever_the_sink_allows() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: TimedSink::new(100, Duration::from_secs(10), &[]),
         receipts: receipts_for(15),
@@ -371,6 +394,7 @@ async fn with_records_running_together_each_is_still_started_only_within_the_dea
     // 15 s left, 10 s per record, 10 at once: the first ten start at once and finish at 10 s;
     // the eleventh would end at 20 s, so it is reported unprocessed, and nothing after it runs.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: TimedSink::new(100, Duration::from_secs(10), &[]),
         receipts: receipts_for(15),
@@ -391,6 +415,7 @@ async fn a_record_without_keys_joins_the_lane_of_its_images_key() {
     batch.records[2].change.keys = serde_dynamo::Item::from(HashMap::<String, serde_dynamo::AttributeValue>::new());
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: TimedSink::new(10, Duration::from_secs(10), &[]),
         receipts: five_receipts(),
@@ -408,6 +433,7 @@ async fn records_of_different_receipts_run_at_the_same_time_up_to_the_sinks_conc
     // A sink that says 0 still gets one at a time.
     for (concurrency, total) in [(5, 10), (2, 30), (1, 50), (0, 50), (MAX_CONCURRENT_RECORDS + 5, 10)] {
         let handler = Handler {
+            backoff: Default::default(),
             mapping: Default::default(),
             sink: TimedSink::new(concurrency, ten, &[]),
             receipts: five_receipts(),
@@ -430,6 +456,7 @@ async fn records_of_one_receipt_run_in_stream_order() {
     batch.records[2] = batch.records[0].clone();
     batch.records[2].change.sequence_number = Some("000000000000000000203".into());
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: TimedSink::new(10, Duration::from_secs(10), &[]),
         receipts: five_receipts(),
@@ -451,7 +478,7 @@ async fn the_lowest_failed_record_is_reported_and_each_lead_is_counted_once() {
     // the lowest. sub_3 and sub_5 finished meanwhile (they started at once): counted as written
     // now, and absorbed when Lambda sends them again.
     let sink = TimedSink::new(10, ten, &[("sub_2", Duration::from_secs(5)), ("sub_4", Duration::from_secs(1))]);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000202"]);
     assert_eq!((tally.written, tally.retried_total()), (3, 1), "one retry: the batch handed back at sub_2");
@@ -464,8 +491,12 @@ async fn the_lowest_failed_record_is_reported_and_each_lead_is_counted_once() {
         e.records.drain(..1);
         e
     };
-    let handler =
-        Handler { mapping: Default::default(), sink: TimedSink::new(10, ten, &[]), receipts: handler.receipts };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: TimedSink::new(10, ten, &[]),
+        receipts: handler.receipts,
+    };
     let (response, tally) = handler.handle_counted(rest, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!((tally.written, tally.absorbed), (2, 2), "sub_2 and sub_4 written, sub_3 and sub_5 absorbed");
@@ -479,7 +510,7 @@ async fn no_record_starts_after_a_failure_is_known() {
     // Two at a time: sub_1 fails after 1 s, sub_2 takes 10 s. sub_1's slot is free at 1 s, but
     // sub_3 to sub_5 are never started: the batch is already known to stop at sub_1.
     let sink = TimedSink::new(2, Duration::from_secs(10), &[("sub_1", Duration::from_secs(1))]);
-    let handler = Handler { mapping: Default::default(), sink, receipts: five_receipts() };
+    let handler = Handler { backoff: Default::default(), mapping: Default::default(), sink, receipts: five_receipts() };
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
     assert_eq!(failures(&response), ["000000000000000000201"]);
     assert_eq!((tally.written, tally.retried_total()), (1, 1), "sub_2 was in flight and finished");
@@ -492,7 +523,12 @@ async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unproces
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
-    let handler = Handler { mapping: Default::default(), sink, receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink,
+        receipts: MemoryReceipts::with(&pairs),
+    };
     // 25 s left: records 1 and 2 take 10 s each; at 20 s, record 3 would end at 30 s.
     let deadline = Instant::now() + Duration::from_secs(25);
     let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
@@ -511,6 +547,7 @@ async fn a_record_that_would_not_finish_before_the_deadline_is_reported_unproces
     assert_eq!(*handler.sink.upserts.lock().unwrap(), ["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]);
     // The first record is always tried, however short the time: otherwise nothing moves.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() },
         receipts: MemoryReceipts::with(&pairs),
@@ -525,7 +562,12 @@ async fn a_record_whose_budget_ends_exactly_at_the_deadline_is_started() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
     let sink = SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() };
-    let handler = Handler { mapping: Default::default(), sink, receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink,
+        receipts: MemoryReceipts::with(&pairs),
+    };
     // 20 s left: record 2 starts at 10 s with a 10 s budget, ending at the deadline itself.
     let deadline = Instant::now() + Duration::from_secs(20);
     let response = handler.handle(event("batch_of_five.json"), Some(deadline)).await;
@@ -545,6 +587,7 @@ fn insert_with(change: impl FnOnce(&mut serde_json::Value)) -> Event {
 async fn a_payload_stored_as_text_with_an_odd_id_becomes_a_lead() {
     let id = "sub/8fK2+:é=";
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key(id), AT)]),
@@ -569,6 +612,7 @@ async fn a_payload_stored_as_text_with_an_odd_id_becomes_a_lead() {
 async fn a_map_payload_nested_as_deep_as_a_body_may_be_is_read() {
     // Receipts stored before payloads became text: 31 body levels are 63 on the wire.
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -588,6 +632,7 @@ async fn a_map_payload_nested_as_deep_as_a_body_may_be_is_read() {
 #[tokio::test]
 async fn an_unreadable_image_is_poison_not_a_missing_one() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT), (&key("sub_2"), AT)]),
@@ -610,6 +655,7 @@ async fn an_unreadable_image_is_poison_not_a_missing_one() {
 #[tokio::test]
 async fn a_redelivered_record_never_changes_a_finished_receipt() {
     let handler = Handler {
+        backoff: Default::default(),
         mapping: Default::default(),
         sink: MemorySink::default(),
         receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
@@ -642,8 +688,12 @@ fn records_must_come_from_the_receipts_tables_stream() {
 async fn a_batch_is_counted_by_outcome_and_reason() {
     let keys: Vec<String> = (1..=5).map(|i| key(&format!("sub_{i}"))).collect();
     let pairs: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), AT)).collect();
-    let handler =
-        Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: MemoryReceipts::with(&pairs) };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&pairs),
+    };
     handler.sink.fail("sub_2", SinkError::Permanent { reason: "sink_rejected" }, usize::MAX);
     handler.sink.fail("sub_4", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
     let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
@@ -668,7 +718,8 @@ async fn a_receipt_is_settled_by_key_on_the_same_path() {
     )
     .unwrap();
     receipts.1.lock().unwrap().insert(key("sub_1"), item);
-    let handler = Handler { mapping: Default::default(), sink: MemorySink::default(), receipts };
+    let handler =
+        Handler { backoff: Default::default(), mapping: Default::default(), sink: MemorySink::default(), receipts };
     // Reconcile's cutoff before the receipt arrived: not overdue, left to the stream.
     assert_eq!(
         handler.settle_key(&key("sub_1"), Some("2026-11-30T06:00:00.000Z"), None).await,
@@ -690,7 +741,12 @@ async fn a_receipt_is_settled_by_key_on_the_same_path() {
 async fn a_receipt_of_a_profile_this_worker_does_not_know_waits_and_holds_the_records_after_it() {
     // An edge updated before the worker stores a receipt of a sender added since: the record is
     // retried (the worker of the new release will know it), never sent, never marked FAILED.
-    let handler = Handler { mapping: Default::default(), sink: MemorySink::default(), receipts: five_receipts() };
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: five_receipts(),
+    };
     let mut event = event("batch_of_five.json");
     let third = event.records[2].change.new_image.clone();
     let mut image: serde_json::Value = serde_json::to_value(&third).unwrap();
@@ -702,4 +758,125 @@ async fn a_receipt_of_a_profile_this_worker_does_not_know_waits_and_holds_the_re
     for (id, status) in [("sub_2", "COMPLETED"), ("sub_3", "RECEIVED"), ("sub_4", "RECEIVED")] {
         assert_eq!(handler.receipts.status(id), Some((status, None)), "{id}");
     }
+}
+
+/// A record the sink keeps refusing for its setup (here a validation rule) is tried, over
+/// invocations of Lambda's 120 s, once every one to two minutes once its waits have grown, not
+/// at every invocation; once fixed it is tried at its next turn and forgotten. A refusal that
+/// passes (a 5xx) is tried again at once.
+#[tokio::test(start_paused = true)]
+async fn a_record_refused_for_the_sink_s_setup_is_tried_once_a_minute_or_two_not_at_every_invocation() {
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
+    let rule = SinkError::Retryable { reason: "sink_org_validation_rule", retry_after: None };
+    handler.sink.fail("sub_1", rule, usize::MAX);
+    let start = Instant::now();
+    let mut invocations = 0;
+    let mut tries_at = Vec::new();
+    while start.elapsed() < Duration::from_secs(30 * 60) && invocations < 2_000 {
+        invocations += 1;
+        let before = *handler.sink.attempts.lock().unwrap();
+        let (response, tally) =
+            handler.handle_counted(event("insert.json"), Some(Instant::now() + Duration::from_secs(120))).await;
+        assert_eq!(failures(&response).len(), 1, "the record is handed back every time");
+        assert_eq!(tally.retried.keys().collect::<Vec<_>>(), [&"sink_org_validation_rule"], "the looping reason");
+        if *handler.sink.attempts.lock().unwrap() > before {
+            tries_at.push(start.elapsed());
+        }
+    }
+    // Waits of 0.5-1 s, 1-2 s, ... up to 60-120 s: in the last 20 minutes, 10 to 20 tries.
+    let late = tries_at.iter().filter(|at| **at >= Duration::from_secs(10 * 60)).count();
+    assert!((10..=21).contains(&late), "{late} tries in 20 minutes ({invocations} invocations)");
+    assert!(tries_at.windows(2).skip(8).all(|w| w[1] - w[0] >= Duration::from_secs(60)), "{tries_at:?}");
+    // Fixed: the next try goes at its turn and takes it.
+    handler.sink.fail("sub_1", rule, 0);
+    let fixed = Instant::now();
+    loop {
+        let response = handler.handle(event("insert.json"), Some(Instant::now() + Duration::from_secs(120))).await;
+        if failures(&response).is_empty() {
+            break;
+        }
+    }
+    assert!(fixed.elapsed() <= Duration::from_secs(120));
+    assert_eq!(handler.receipts.status("sub_1"), Some(("COMPLETED", None)));
+    assert!(handler.backoff.waiting(&key("sub_1"), Instant::now()).is_none(), "forgotten once done");
+    // A passing condition is not held back.
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
+    handler.sink.fail("sub_1", SinkError::Retryable { reason: "sink_unavailable", retry_after: None }, usize::MAX);
+    let start = Instant::now();
+    for _ in 0..5 {
+        handler.handle(event("insert.json"), Some(Instant::now() + Duration::from_secs(120))).await;
+    }
+    assert_eq!((*handler.sink.attempts.lock().unwrap(), start.elapsed()), (5, Duration::ZERO));
+}
+
+/// A waiting batch is tried after its wait, in the same invocation, when the wait and the
+/// record's budget fit before the deadline (or, without one, when the wait is at most
+/// [`MAX_LOCAL_WAIT`]); otherwise the invocation waits as long as it can (up to two seconds
+/// before its end) and hands the batch back untried, naming the refusal.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_batch_is_tried_in_place_when_it_fits_else_handed_back_near_the_invocation_s_end() {
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: MemorySink::default(),
+        receipts: MemoryReceipts::with(&[(&key("sub_1"), AT)]),
+    };
+    let refused = |times| {
+        for _ in 0..times {
+            handler.backoff.note(&key("sub_1"), Some("sink_org_required_field"), Instant::now());
+        }
+    };
+    let attempts = || *handler.sink.attempts.lock().unwrap();
+    let budget = handler.sink.record_budget();
+    let again = || handler.receipts.0.lock().unwrap().get_mut(&key("sub_1")).unwrap().1 = "RECEIVED";
+    // Refused once: 0.5-1 s. The wait and the record's 21 s budget just fit: waited in place,
+    // then tried.
+    refused(1);
+    let (until, _) = handler.backoff.waiting(&key("sub_1"), Instant::now()).unwrap();
+    let response = handler.handle(event("insert.json"), Some(until + budget)).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!((attempts(), Instant::now()), (1, until), "tried at the end of its wait");
+    // A millisecond less: handed back at the end of the wait, untried; the next one tries.
+    again();
+    refused(1);
+    let (until, _) = handler.backoff.waiting(&key("sub_1"), Instant::now()).unwrap();
+    let response = handler.handle(event("insert.json"), Some(until + budget - Duration::from_millis(1))).await;
+    assert_eq!((failures(&response).len(), attempts(), Instant::now()), (1, 1, until));
+    let response = handler.handle(event("insert.json"), Some(Instant::now() + budget)).await;
+    assert_eq!((failures(&response).len(), attempts(), Instant::now()), (0, 2, until));
+    // Refused nine times in a row: 60-120 s. With 60 s left, the invocation waits 58 s and
+    // hands the batch back untried; the next one, with 120 s, waits the rest and tries.
+    again();
+    refused(9);
+    let start = Instant::now();
+    let (until, _) = handler.backoff.waiting(&key("sub_1"), start).unwrap();
+    let (response, tally) = handler.handle_counted(event("insert.json"), Some(start + Duration::from_secs(60))).await;
+    assert_eq!(failures(&response).len(), 1);
+    assert_eq!(tally.retried.keys().collect::<Vec<_>>(), [&"sink_org_required_field"]);
+    assert_eq!((attempts(), start.elapsed()), (2, Duration::from_secs(58)), "no try, waited");
+    let response = handler.handle(event("insert.json"), Some(Instant::now() + Duration::from_secs(120))).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!((attempts(), Instant::now()), (3, until));
+    // Without a deadline (the local poller): a wait of at most 30 s is waited in place, a
+    // longer one 30 s at a time.
+    again();
+    refused(1);
+    let (until, _) = handler.backoff.waiting(&key("sub_1"), Instant::now()).unwrap();
+    let response = handler.handle(event("insert.json"), None).await;
+    assert_eq!((failures(&response).len(), attempts(), Instant::now()), (0, 4, until));
+    again();
+    refused(9);
+    let start = Instant::now();
+    let response = handler.handle(event("insert.json"), None).await;
+    assert_eq!((failures(&response).len(), attempts(), start.elapsed()), (1, 4, MAX_LOCAL_WAIT));
 }

@@ -190,7 +190,8 @@ mod tests {
             let taken = sink.with_mapping(mapping.clone());
             assert_eq!(taken.is_ok(), ["salesforce", "hubspot", "webhook"].contains(&name), "{name}");
         }
-        // Salesforce's assignment rules are Salesforce's: HubSpot refuses to start with them.
+        // Salesforce's assignment rules are Salesforce's: HubSpot and the webhook refuse to
+        // start with them.
         let assignment = crate::mapping::parse("[salesforce]\nassignment = \"FALSE\"\n", "m").unwrap();
         for (name, sink) in every_sink().await {
             assert_eq!(sink.with_mapping(assignment.clone()).is_ok(), name == "salesforce", "{name}");

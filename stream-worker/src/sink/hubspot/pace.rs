@@ -76,14 +76,15 @@ impl Limits {
     }
 
     /// The limits a 429 says were hit, by its body's `policyName` ("API usage guidelines and
-    /// limits": `DAILY` for the portal's day, `TEN_SECONDLY_ROLLING` or `SECONDLY` for the
-    /// window), over what its headers said: a 429 may carry none, and then the pacer would
-    /// send the next call at once into the same refusal.
+    /// limits": `DAILY` for the portal's day, `TEN_SECONDLY_ROLLING` for the window; the
+    /// older `SECONDLY` read as the window too), over what its headers said: a 429 may carry
+    /// none, and then the pacer would send the next call at once into the same refusal. A 429
+    /// naming no policy it knows (or not HubSpot's JSON) holds the window when its headers do
+    /// not say how much of it is left.
     pub fn refused_by(self, policy: Option<&str>) -> Limits {
         match policy {
             Some("DAILY") => Limits { daily_remaining: Some(0), ..self },
-            Some("TEN_SECONDLY_ROLLING" | "SECONDLY") => Limits { remaining: Some(0), ..self },
-            _ => self,
+            _ => Limits { remaining: Some(self.remaining.unwrap_or(0)), ..self },
         }
     }
 }
@@ -300,8 +301,10 @@ mod tests {
         assert_eq!(none.refused_by(Some("DAILY")), Limits { daily_remaining: Some(0), ..none });
         assert_eq!(none.refused_by(Some("TEN_SECONDLY_ROLLING")), Limits { remaining: Some(0), ..none });
         assert_eq!(none.refused_by(Some("SECONDLY")), Limits { remaining: Some(0), ..none });
-        assert_eq!(none.refused_by(Some("daily")), none, "HubSpot's names, exactly");
-        assert_eq!(none.refused_by(None), none);
+        assert_eq!(none.refused_by(Some("daily")), Limits { remaining: Some(0), ..none }, "HubSpot's names, exactly");
+        assert_eq!(none.refused_by(None), Limits { remaining: Some(0), ..none }, "no policy: the window held");
+        let said = Limits { remaining: Some(3), ..none };
+        assert_eq!(said.refused_by(None), said, "the headers' word kept");
         // The day: held, then the probe.
         let mut pacer = Pacer::default();
         assert_eq!(pacer.try_send(start), Ok(()));
