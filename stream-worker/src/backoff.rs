@@ -126,5 +126,14 @@ mod tests {
         backoff.note("new", Some("sink_org_permissions"), later);
         assert!(backoff.waiting("new", later).is_some(), "the records whose wait was over are forgotten");
         assert!(backoff.waiting("7", now).is_none(), "forgotten with them: its wait ended before 5 s");
+        // A wait that ends at the very instant of the next refusal is over too.
+        let backoff = Backoff::starting_at(Duration::ZERO);
+        for i in 0..MAX_REMEMBERED {
+            backoff.note(&i.to_string(), Some("sink_org_permissions"), now);
+        }
+        let just_before = now - Duration::from_millis(1);
+        assert!(backoff.waiting("0", just_before).is_some());
+        backoff.note("new", Some("sink_org_permissions"), now);
+        assert!(backoff.waiting("new", just_before).is_some(), "the waits ending now were forgotten");
     }
 }

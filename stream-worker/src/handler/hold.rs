@@ -48,6 +48,10 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
         let now = Instant::now();
         for (record, result) in records.iter().zip(results) {
             let (Some(key), Some(result)) = (receipt_key(record), result) else { continue };
+            // Not tried for lack of time: nothing came of it.
+            if matches!(result, Err(Retry("deadline"))) {
+                continue;
+            }
             self.backoff.note(key, result.as_ref().err().map(|Retry(reason)| *reason), now);
         }
     }

@@ -880,3 +880,26 @@ async fn a_waiting_batch_is_tried_in_place_when_it_fits_else_handed_back_near_th
     let response = handler.handle(event("insert.json"), None).await;
     assert_eq!((failures(&response).len(), attempts(), start.elapsed()), (1, 4, MAX_LOCAL_WAIT));
 }
+
+/// A record left for the next invocation for lack of time was not tried: its refusals in a
+/// row are kept, and its next refusal waits longer still.
+#[tokio::test(start_paused = true)]
+async fn a_record_left_for_lack_of_time_keeps_its_refusals_in_a_row() {
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: SlowSink { delay: Duration::from_secs(10), upserts: Mutex::default() },
+        receipts: five_receipts(),
+    };
+    let third = key("sub_3");
+    for _ in 0..3 {
+        handler.backoff.note(&third, Some("sink_org_validation_rule"), Instant::now());
+    }
+    // 25 s left: records 1 and 2 take 10 s each; record 3 is left (`deadline`).
+    let response = handler.handle(event("batch_of_five.json"), Some(Instant::now() + Duration::from_secs(25))).await;
+    assert_eq!(failures(&response), ["000000000000000000203"]);
+    let now = Instant::now();
+    handler.backoff.note(&third, Some("sink_org_validation_rule"), now);
+    let (until, _) = handler.backoff.waiting(&third, now).unwrap();
+    assert!(until - now >= Duration::from_secs(4), "the fourth refusal in a row: 4-8 s, {:?}", until - now);
+}
