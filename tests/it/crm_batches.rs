@@ -333,6 +333,25 @@ async fn hubspot_a_daily_429_without_headers_holds_the_next_calls() {
     assert!(state.tickets.is_empty());
 }
 
+/// An answer that is not a 429 and carries no window headers (HubSpot documents them on every
+/// answer but search's) holds no call: the batch's four calls go at once.
+#[tokio::test]
+async fn hubspot_answers_without_the_window_s_headers_hold_no_call() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let sink = hubspot(&standin).await;
+    {
+        let mut state = standin.state.lock().unwrap();
+        state.rate_limit = None;
+        // A day so large that its spacing (20 µs) never makes the pacer wait.
+        state.daily_remaining = u64::from(u32::MAX);
+    }
+    let leads = [sample_lead("sub_hnoh_1"), sample_lead("sub_hnoh_2")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let started = std::time::Instant::now();
+    assert!(sink.upsert_batch(&items, None).await.iter().all(Result::is_ok));
+    assert!(started.elapsed() < Duration::from_secs(5), "held: {:?}", started.elapsed());
+}
+
 #[tokio::test]
 async fn hubspot_two_ids_differing_only_in_case_in_one_batch_never_share_a_ticket() {
     let w = World::start("hs-batch-case").await;

@@ -221,10 +221,14 @@ impl HubSpot {
         // the probe a minute later (one call a minute, not one per invocation until midnight).
         // A 423 (a burst of upserts HubSpot is still syncing) asks for "a delay of at least 2
         // seconds": waited in place when it fits.
-        let policy = (status == 429).then(|| body["policyName"].as_str()).flatten();
-        self.observe(limits.refused_by(policy));
-        if super::pace::is_daily(policy) {
-            return Err(DAY_USED_UP);
+        if status == 429 {
+            let policy = body["policyName"].as_str();
+            self.observe(limits.refused_by(policy));
+            if super::pace::is_daily(policy) {
+                return Err(DAY_USED_UP);
+            }
+        } else {
+            self.observe(limits);
         }
         let retry_after = match (status, retry_after) {
             (423, None) => Some(String::from("2")),

@@ -75,7 +75,7 @@ impl Limits {
         limits
     }
 
-    /// The limits a 429 says were hit, by its body's `policyName` ("API usage guidelines and
+    /// The limits a 429 (and only a 429) says were hit, by its body's `policyName` ("API usage guidelines and
     /// limits": `DAILY` for the portal's day, `TEN_SECONDLY_ROLLING` for the window; the
     /// older `SECONDLY` read as the window too), over what its headers said: a 429 may carry
     /// none, and then the pacer would send the next call at once into the same refusal. A 429
