@@ -1,6 +1,7 @@
-//! Marking receipts `COMPLETED` or `FAILED`, only if they are still the receipt the record saw.
+//! Marking receipts `COMPLETED` or `FAILED`, only if they are still the receipt the record saw;
+//! reading which of a batch's receipts are finished already.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -48,7 +49,24 @@ pub trait ReceiptStore {
         mark: Mark<'_>,
         now: &str,
     ) -> impl Future<Output = Result<Marked, ReceiptStoreError>> + Send;
+
+    /// The keys of `receipts` (key, `receivedAt`) that are finished as stored now: the same
+    /// receipt, `COMPLETED` or `FAILED` (a consistent read). A receipt it cannot tell of is
+    /// not among them; a store that cannot tell at all says none.
+    fn finished(
+        &self,
+        receipts: &[(&str, &str)],
+    ) -> impl Future<Output = Result<HashSet<String>, ReceiptStoreError>> + Send {
+        let _ = receipts;
+        async { Ok(HashSet::new()) }
+    }
 }
+
+/// Keys per `BatchGetItem`: DynamoDB takes up to 100.
+const KEYS_PER_READ: usize = 100;
+/// Rounds of a read's unprocessed keys asked again (DynamoDB returns them when a partition is
+/// throttled); after them, those receipts are not known finished.
+const UNPROCESSED_ROUNDS: u32 = 3;
 
 /// Receipts in a DynamoDB table.
 pub struct DynamoReceipts {
@@ -75,6 +93,48 @@ impl ReceiptStore for DynamoReceipts {
             Err(error) if error.as_service_error().is_some() => Err(ReceiptStoreError("receipt_store_refused")),
             Err(_) => Err(ReceiptStoreError("receipt_store_unreachable")),
         }
+    }
+
+    async fn finished(&self, receipts: &[(&str, &str)]) -> Result<HashSet<String>, ReceiptStoreError> {
+        let mut finished = HashSet::new();
+        for chunk in receipts.chunks(KEYS_PER_READ) {
+            let keys =
+                chunk.iter().map(|(key, _)| HashMap::from([("pk".to_owned(), AttributeValue::S((*key).to_owned()))]));
+            let mut ask = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                .set_keys(Some(keys.collect()))
+                .consistent_read(true)
+                .projection_expression("pk, receivedAt, #status")
+                .expression_attribute_names("#status", "status")
+                .build()
+                .map_err(|_| ReceiptStoreError("receipt_store_refused"))?;
+            for round in 0..=UNPROCESSED_ROUNDS {
+                if round > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 << round)).await;
+                }
+                let request = self.client.batch_get_item().request_items(&self.table, ask.clone());
+                let output = match request.send().await {
+                    Ok(output) => output,
+                    Err(error) if error.as_service_error().is_some() => {
+                        return Err(ReceiptStoreError("receipt_store_refused"))
+                    }
+                    Err(_) => return Err(ReceiptStoreError("receipt_store_unreachable")),
+                };
+                for item in output.responses.into_iter().flat_map(|mut r| r.remove(&self.table)).flatten() {
+                    let key = old_text(Some(&item), "pk");
+                    let asked = chunk.iter().find(|(k, _)| Some(*k) == key);
+                    if let Some((key, received_at)) = asked {
+                        if failed_condition(Some(&item), received_at) == Marked::AlreadyFinished {
+                            finished.insert((*key).to_owned());
+                        }
+                    }
+                }
+                match output.unprocessed_keys.and_then(|mut left| left.remove(&self.table)) {
+                    Some(left) if !left.keys.is_empty() => ask = left,
+                    _ => break,
+                }
+            }
+        }
+        Ok(finished)
     }
 
     async fn mark(&self, key: &str, received_at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {
@@ -130,7 +190,7 @@ impl ReceiptStore for DynamoReceipts {
 }
 
 /// What a failed condition on the receipt the record saw (`received_at`) means, from the item
-/// as it was (`ALL_OLD`): "already finished" (the same receipt, `COMPLETED` or `FAILED`), or
+/// as it was (`ALL_OLD`, or as read): "already finished" (the same receipt, `COMPLETED` or `FAILED`), or
 /// "gone" (deleted, replaced by a newer receipt, or anything else).
 fn failed_condition(old: Option<&HashMap<String, AttributeValue>>, received_at: &str) -> Marked {
     let same = old_text(old, "receivedAt") == Some(received_at);

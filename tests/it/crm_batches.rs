@@ -263,6 +263,28 @@ async fn salesforce_a_crash_after_the_collection_call_replays_to_one_lead_per_su
 }
 
 #[tokio::test]
+async fn salesforce_a_collection_with_one_lead_retried_sends_only_that_lead_again() {
+    let w = World::start("sf-batch-retry-one").await;
+    let standin = salesforce();
+    let subs = ids("sub_sfr", 10);
+    standin.state.lock().unwrap().failing_once.insert(subs[3].clone());
+    for id in &subs {
+        w.deliver(id);
+    }
+    worker::drain(&w.poller(), &handler(&w, salesforce_sink(&standin).await)).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    // The stream retries from the locked record; the six written after it in the first call
+    // are finished in the table, so the second call carries the one record alone.
+    assert_eq!(state.collections, [10, 1], "no other Lead sent again");
+    assert_eq!(state.queries, 0, "no duplicate to look up");
+    assert_eq!(state.leads.len(), 10);
+    assert!(state.assignments.values().all(|&runs| runs == 1), "assignment rules ran once per Lead");
+}
+
+#[tokio::test]
 async fn salesforce_a_replayed_collection_beyond_one_query_is_found_in_turns_never_failed() {
     let standin = salesforce();
     let sink = salesforce_sink(&standin).await;

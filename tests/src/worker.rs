@@ -1,6 +1,7 @@
 //! The stream worker as the tests drive it: a poller on a test's store, passes until quiet,
 //! a crash between the upsert and the receipt update, and the SQLite leads it wrote.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -127,6 +128,10 @@ impl<R> CrashBeforeMark<R> {
 impl<R: ReceiptStore + Sync> ReceiptStore for CrashBeforeMark<R> {
     async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, ReceiptStoreError> {
         self.inner.get(key).await
+    }
+
+    async fn finished(&self, receipts: &[(&str, &str)]) -> Result<HashSet<String>, ReceiptStoreError> {
+        self.inner.finished(receipts).await
     }
 
     async fn mark(&self, key: &str, at: &str, mark: Mark<'_>, now: &str) -> Result<Marked, ReceiptStoreError> {

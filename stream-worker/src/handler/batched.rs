@@ -1,7 +1,8 @@
 //! The handler's batch path, for sinks that write several leads per call
 //! ([`LeadSink::batch_size`] > 1): the batch goes in waves. In each wave every receipt's lane
-//! moves up to its next lead (records before it, skips and poison, settle on their own), and
-//! the wave's leads go to the sink together, in stream order, [`LeadSink::batch_size`] at a
+//! moves up to its next lead (records before it, skips and poison, settle on their own), the
+//! leads whose receipts are finished already (a replay's) settle unsent, and the rest go to
+//! the sink together, in stream order, [`LeadSink::batch_size`] at a
 //! time; their receipts are marked once the sink's answer for each is known, while the next
 //! batch goes to the sink (the store is kept busy across the sink's calls). Records of one
 //! receipt are never in one wave, so they keep their stream order. The partial-failure
@@ -56,6 +57,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 return results;
             }
             wave.sort_by_key(|pending| pending.index);
+            let wave = self.without_finished(records, wave, &mut results).await;
             // A chunk's receipts are marked while the next chunk goes to the sink, so the store
             // is kept busy across the sink's calls; the wave ends when every mark is known.
             let mut marking = FuturesUnordered::new();
@@ -95,6 +97,39 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 record(&mut results, &lowest, done);
             }
         }
+    }
+
+    /// The wave without the leads whose receipts are finished already, settled as
+    /// `already_finished`: in a batch handed back and replayed, the leads after its failure
+    /// that were written (the stream's images still say `RECEIVED`). One consistent read per
+    /// 100 receipts; a store that does not answer leaves the wave whole (the sinks' writes
+    /// are keyed by the submission, so a lead sent again is the same lead).
+    async fn without_finished(
+        &self,
+        records: &[EventRecord],
+        wave: Vec<Pending>,
+        results: &mut [Option<Settled>],
+    ) -> Vec<Pending> {
+        let receipts: Vec<(&str, &str)> =
+            wave.iter().map(|p| (p.receipt.key.as_str(), p.receipt.received_at.as_str())).collect();
+        let finished = match self.receipts.finished(&receipts).await {
+            Ok(finished) => finished,
+            Err(error) => {
+                let first = &wave[0];
+                let (seq, id) = (sequence_number(&records[first.index]), first.receipt.submission_id.as_str());
+                log_record(seq, Some(id), "read", "sent_anyway", Some(error.0), 1);
+                return wave;
+            }
+        };
+        drop(receipts);
+        let (done, wave): (Vec<Pending>, Vec<Pending>) =
+            wave.into_iter().partition(|p| finished.contains(&p.receipt.key));
+        for pending in done {
+            let (seq, id) = (sequence_number(&records[pending.index]), pending.receipt.submission_id.as_str());
+            log_record(seq, Some(id), "skip", "already_finished", None, 1);
+            results[pending.index] = Some(Ok(("already_finished", None)));
+        }
+        wave
     }
 
     /// Moves one lane up to its next lead: the records before it settle here (a retry stops

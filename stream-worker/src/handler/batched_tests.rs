@@ -114,7 +114,7 @@ async fn records_of_one_receipt_go_in_successive_batches_in_stream_order() {
     };
     let (response, tally) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());
-    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_4", "sub_5"]), ids(&["sub_1"])]);
+    assert_eq!(handler.sink.calls(), [ids(&["sub_1", "sub_2", "sub_4", "sub_5"])], "the repeat is not sent");
     assert_eq!((tally.written, tally.absorbed), (4, 1), "the repeat finds its receipt finished");
 }
 
@@ -127,7 +127,8 @@ async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_st
     assert_eq!((tally.written, tally.retried_total()), (4, 1));
     assert_eq!(handler.receipts.status("sub_2"), Some(("RECEIVED", None)));
     assert_eq!(handler.receipts.status("sub_3"), Some(("COMPLETED", None)), "written in the same call");
-    // Lambda sends the batch again from sub_2: sub_2 is written, the others absorbed.
+    // Lambda sends the batch again from sub_2: sub_2 is written, and the others, finished
+    // already as the store says (their images still say RECEIVED), are not sent again.
     let mut rest = event("batch_of_five.json");
     rest.records.drain(..1);
     let handler = Handler {
@@ -139,6 +140,53 @@ async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_st
     let (response, tally) = handler.handle_counted(rest, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!((tally.written, tally.absorbed), (1, 3));
+    assert_eq!(handler.sink.calls(), [ids(&["sub_2"])]);
+}
+
+/// A store whose read of finished receipts fails; its marks are the memory store's.
+struct Unread(MemoryReceipts);
+
+impl ReceiptStore for Unread {
+    async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, crate::receipts::ReceiptStoreError> {
+        self.0.get(key).await
+    }
+
+    async fn finished(
+        &self,
+        _receipts: &[(&str, &str)],
+    ) -> Result<std::collections::HashSet<String>, crate::receipts::ReceiptStoreError> {
+        Err(crate::receipts::ReceiptStoreError("receipt_store_unreachable"))
+    }
+
+    async fn mark(
+        &self,
+        key: &str,
+        received_at: &str,
+        mark: Mark<'_>,
+        now: &str,
+    ) -> Result<crate::receipts::Marked, crate::receipts::ReceiptStoreError> {
+        self.0.mark(key, received_at, mark, now).await
+    }
+}
+
+#[tokio::test]
+async fn a_replay_whose_store_read_fails_sends_every_lead_and_each_settles_once() {
+    let mut rest = event("batch_of_five.json");
+    rest.records.drain(..1);
+    let receipts = five_receipts();
+    for id in ["sub_3", "sub_4"] {
+        receipts.mark(&super::tests::key(id), super::tests::AT, Mark::Completed, "now").await.unwrap();
+    }
+    let handler = Handler {
+        backoff: Default::default(),
+        mapping: Default::default(),
+        sink: BatchSink::new(100, Duration::ZERO),
+        receipts: Unread(receipts),
+    };
+    let (response, tally) = handler.handle_counted(rest, None).await;
+    assert!(failures(&response).is_empty());
+    assert_eq!(handler.sink.calls(), [ids(&["sub_2", "sub_3", "sub_4", "sub_5"])], "nothing held back");
+    assert_eq!((tally.written, tally.absorbed), (2, 2));
 }
 
 #[tokio::test]
@@ -283,7 +331,8 @@ async fn a_lead_the_sink_gave_no_answer_for_is_retried_and_the_others_are_done()
 
 #[tokio::test]
 async fn one_receipts_records_are_sent_in_stream_order() {
-    // sub_1's insert, then a redrive of it with another message (records 1 and 3).
+    // sub_1's insert, then a redrive of it with another message (records 1 and 3); the store
+    // cannot say the first finished the receipt, so both are sent.
     let mut batch = event("batch_of_five.json");
     let text = serde_json::to_string(&serde_json::to_value(&batch.records[0]).unwrap()).unwrap();
     batch.records[2] = serde_json::from_str(&text.replace("\"Hello\"", "\"Hello again\"")).unwrap();
@@ -292,7 +341,7 @@ async fn one_receipts_records_are_sent_in_stream_order() {
         backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(100, Duration::ZERO),
-        receipts: five_receipts(),
+        receipts: Unread(five_receipts()),
     };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());

@@ -56,6 +56,17 @@ impl ReceiptStore for MemoryReceipts {
         Ok(self.1.lock().unwrap().get(key).cloned())
     }
 
+    async fn finished(
+        &self,
+        receipts: &[(&str, &str)],
+    ) -> Result<std::collections::HashSet<String>, crate::receipts::ReceiptStoreError> {
+        let map = self.0.lock().unwrap();
+        let finished = |(key, at): &&(&str, &str)| {
+            map.get(*key).is_some_and(|(stored, status, _)| stored == at && *status != "RECEIVED")
+        };
+        Ok(receipts.iter().filter(finished).map(|(key, _)| (*key).to_owned()).collect())
+    }
+
     async fn mark(
         &self,
         key: &str,

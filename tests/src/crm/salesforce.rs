@@ -22,6 +22,8 @@
 //! - an external ID field that is Unique and case sensitive by default, or case insensitive
 //!   (`case_insensitive_ids`, Salesforce's default once Unique is ticked): then values that
 //!   differ only in case match one Lead, as Salesforce's upsert matches them;
+//! - a lock on one record of a collection (`failing_once`: `UNABLE_TO_LOCK_ROW`, "Status Codes
+//!   and Error Responses", which says to retry), the record saved when sent again;
 //! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
 //!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
 //!   exists; `locked` rows are held by another transaction;
@@ -109,6 +111,9 @@ pub struct SalesforceState {
     pub locked: BTreeSet<String>,
     /// Every upsert is refused with this code, as the org's setup would refuse it.
     pub org_refusal: Option<&'static str>,
+    /// A collection record of these external IDs is refused once each with
+    /// `UNABLE_TO_LOCK_ROW` (another transaction held a record it touches), then saved.
+    pub failing_once: BTreeSet<String>,
     /// Every upsert that sets `Phone` is refused with this code and no field named (a
     /// validation rule on the phone's format whose error shows at the top of the page):
     /// `FIELD_CUSTOM_VALIDATION_EXCEPTION`.
@@ -570,6 +575,9 @@ fn collection_save(
                 return failed("INVALID_TYPE", "attributes.type must be Lead");
             }
             let Some(id) = id_of(record) else { return failed("MISSING_ARGUMENT", "the external ID field is required") };
+            if shared.lock().unwrap().failing_once.remove(&id) {
+                return failed("UNABLE_TO_LOCK_ROW", "unable to obtain exclusive access to this record");
+            }
             if save == Save::Upsert && repeated.contains(&key(&id)) {
                 // Salesforce's answer for a value repeated within the request.
                 return failed("DUPLICATE_VALUE", &format!("Duplicate external id specified: {id}"));
