@@ -145,6 +145,7 @@ class FunctionRoles(unittest.TestCase):
                 ("dynamodb:GetShardIterator", stream),
                 ("dynamodb:ListStreams", stream),
                 ("dynamodb:GetItem", table),
+                ("dynamodb:BatchGetItem", table),
                 ("dynamodb:UpdateItem", table),
                 ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["FailedBatchesQueue", "Arn"]}, sort_keys=True)),
                 ("secretsmanager:GetSecretValue", secret),

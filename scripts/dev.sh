@@ -166,7 +166,7 @@ else
   read -r EDGE_KEY_ID EDGE_SECRET_KEY < <(user_key local-edge \
     "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"dynamodb:PutItem\",\"Resource\":\"$TABLE_ARN\"}]}")
   read -r ACCESS_KEY_ID SECRET_ACCESS_KEY < <(user_key local-worker "{\"Version\":\"2012-10-17\",\"Statement\":[
-    {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeTable\",\"dynamodb:GetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Scan\",\"dynamodb:Query\"],
+    {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeTable\",\"dynamodb:GetItem\",\"dynamodb:BatchGetItem\",\"dynamodb:UpdateItem\",\"dynamodb:Scan\",\"dynamodb:Query\"],
      \"Resource\":[\"$TABLE_ARN\",\"$TABLE_ARN/index/*\"]},
     {\"Effect\":\"Allow\",\"Action\":[\"dynamodb:DescribeStream\",\"dynamodb:GetRecords\",\"dynamodb:GetShardIterator\",\"dynamodb:ListStreams\"],
      \"Resource\":[\"$TABLE_ARN/stream/*\",\"*\"]}]}")

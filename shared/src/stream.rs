@@ -157,12 +157,13 @@ pub struct RecordLog<'a> {
     pub sequence_number: &'a str,
     /// The submission ID, when the record is a receipt.
     pub submission_id: Option<&'a str>,
-    /// What was attempted: `skip`, `apply`, `poison`.
+    /// What was attempted: `skip`, `apply`, `poison`, `defer` (no time left), `fetch` (the
+    /// receipt read by key), `read` (a wave's finished receipts read, then `sent_anyway`).
     pub action: &'static str,
     /// How it ended: `completed`, `failed`, `retry`, `waiting`, `receipt_gone`, or the skip
     /// reason.
     pub outcome: &'static str,
-    /// Why, for `retry`, `waiting` and `failed`: a stable code such as `sink_unauthorized`,
+    /// Why, for `retry`, `waiting`, `failed` and `sent_anyway`: a stable code such as `sink_unauthorized`,
     /// `sink_unavailable`, `receipt_store_unreachable`, `missing_new_image` or `deadline`.
     pub reason: Option<&'static str>,
     /// How many times this invocation has tried the record (1 for the first).

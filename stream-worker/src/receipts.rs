@@ -98,40 +98,40 @@ impl ReceiptStore for DynamoReceipts {
     async fn finished(&self, receipts: &[(&str, &str)]) -> Result<HashSet<String>, ReceiptStoreError> {
         let mut finished = HashSet::new();
         for chunk in receipts.chunks(KEYS_PER_READ) {
-            let keys =
-                chunk.iter().map(|(key, _)| HashMap::from([("pk".to_owned(), AttributeValue::S((*key).to_owned()))]));
-            let mut ask = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
-                .set_keys(Some(keys.collect()))
-                .consistent_read(true)
-                .projection_expression("pk, receivedAt, #status")
-                .expression_attribute_names("#status", "status")
-                .build()
-                .map_err(|_| ReceiptStoreError("receipt_store_refused"))?;
+            let mut keys: Vec<HashMap<String, AttributeValue>> = chunk
+                .iter()
+                .map(|(key, _)| HashMap::from([("pk".to_owned(), AttributeValue::S((*key).to_owned()))]))
+                .collect();
             for round in 0..=UNPROCESSED_ROUNDS {
                 if round > 0 {
                     tokio::time::sleep(std::time::Duration::from_millis(50 << round)).await;
                 }
-                let request = self.client.batch_get_item().request_items(&self.table, ask.clone());
-                let output = match request.send().await {
-                    Ok(output) => output,
-                    Err(error) if error.as_service_error().is_some() => {
-                        return Err(ReceiptStoreError("receipt_store_refused"))
-                    }
-                    Err(_) => return Err(ReceiptStoreError("receipt_store_unreachable")),
-                };
-                for item in output.responses.into_iter().flat_map(|mut r| r.remove(&self.table)).flatten() {
-                    let key = old_text(Some(&item), "pk");
-                    let asked = chunk.iter().find(|(k, _)| Some(*k) == key);
-                    if let Some((key, received_at)) = asked {
-                        if failed_condition(Some(&item), received_at) == Marked::AlreadyFinished {
-                            finished.insert((*key).to_owned());
+                // Asked afresh each round with the keys left (an unprocessed answer need not
+                // carry the request's attribute names).
+                let ask = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .projection_expression("pk, receivedAt, #status")
+                    .expression_attribute_names("#status", "status")
+                    .build()
+                    .map_err(|_| ReceiptStoreError("receipt_store_refused"))?;
+                let error = match self.client.batch_get_item().request_items(&self.table, ask).send().await {
+                    Ok(output) => {
+                        let items = output.responses.into_iter().flat_map(|mut r| r.remove(&self.table)).flatten();
+                        finished.extend(finished_among(items, chunk));
+                        match output.unprocessed_keys.and_then(|mut left| left.remove(&self.table)) {
+                            Some(left) if !left.keys.is_empty() => {
+                                keys = left.keys;
+                                continue;
+                            }
+                            _ => break,
                         }
                     }
-                }
-                match output.unprocessed_keys.and_then(|mut left| left.remove(&self.table)) {
-                    Some(left) if !left.keys.is_empty() => ask = left,
-                    _ => break,
-                }
+                    Err(error) if error.as_service_error().is_some() => ReceiptStoreError("receipt_store_refused"),
+                    Err(_) => ReceiptStoreError("receipt_store_unreachable"),
+                };
+                // What is known stands; the rest is not known finished.
+                return if finished.is_empty() { Err(error) } else { Ok(finished) };
             }
         }
         Ok(finished)
@@ -202,6 +202,24 @@ fn failed_condition(old: Option<&HashMap<String, AttributeValue>>, received_at: 
     }
 }
 
+/// The keys among `asked` (key, `receivedAt`) whose item, as read, is the same receipt and
+/// finished (`COMPLETED` or `FAILED`).
+fn finished_among(
+    items: impl IntoIterator<Item = HashMap<String, AttributeValue>>,
+    asked: &[(&str, &str)],
+) -> Vec<String> {
+    let mut finished = Vec::new();
+    for item in items {
+        let key = old_text(Some(&item), "pk");
+        if let Some((key, received_at)) = asked.iter().find(|(k, _)| Some(*k) == key) {
+            if failed_condition(Some(&item), received_at) == Marked::AlreadyFinished {
+                finished.push((*key).to_owned());
+            }
+        }
+    }
+    finished
+}
+
 /// The string attribute `name` of the item a failed condition returned (`ALL_OLD`), if any.
 pub(crate) fn old_text<'a>(item: Option<&'a HashMap<String, AttributeValue>>, name: &str) -> Option<&'a str> {
     match item?.get(name)? {
@@ -254,6 +272,22 @@ mod tests {
         assert_eq!(failed_condition(Some(&typed), at), Marked::Gone);
         assert_eq!(old_text(Some(&typed), "receivedAt"), None, "only string attributes are read");
         assert_eq!(old_text(Some(&typed), "status"), Some("COMPLETED"));
+    }
+
+    #[test]
+    fn a_read_receipt_is_finished_only_when_it_is_the_one_asked_for_and_finished() {
+        let (at, later) = ("2026-11-30T07:00:00.000Z", "2026-11-30T08:00:00.000Z");
+        let items = vec![
+            item(&[("pk", "a"), ("receivedAt", at), ("status", "COMPLETED")]),
+            item(&[("pk", "b"), ("receivedAt", at), ("status", "FAILED")]),
+            item(&[("pk", "c"), ("receivedAt", at), ("status", "RECEIVED")]),
+            // Replaced since (TTL, then a new delivery): not the receipt the record saw.
+            item(&[("pk", "d"), ("receivedAt", later), ("status", "COMPLETED")]),
+            // Not asked for.
+            item(&[("pk", "e"), ("receivedAt", at), ("status", "COMPLETED")]),
+        ];
+        let asked = [("a", at), ("b", at), ("c", at), ("d", at), ("f", at)];
+        assert_eq!(finished_among(items, &asked), ["a", "b"]);
     }
 
     #[test]

@@ -24,8 +24,11 @@ use super::{
     lanes, log_record, new_image, past, sequence_number, wait_allowed, Handler, Pending, Prepared, Retry, Settled,
     MAX_ATTEMPTS, MAX_CONCURRENT_RECORDS,
 };
-use crate::receipts::{Mark, ReceiptStore};
+use crate::receipts::{Mark, ReceiptStore, ReceiptStoreError};
 use crate::sink::{BatchItem, LeadSink, SinkError, RECEIPT_UPDATE_BUDGET};
+
+/// Longest the read of a wave's finished receipts may take; past it the wave goes whole.
+pub(super) const FINISHED_READ_LIMIT: Duration = Duration::from_secs(2);
 
 impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// One result per record (`None`: not started), as [`Handler::run_lanes`] gives them.
@@ -57,7 +60,7 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
                 return results;
             }
             wave.sort_by_key(|pending| pending.index);
-            let wave = self.without_finished(records, wave, &mut results).await;
+            let wave = self.without_finished(records, wave, &lowest, deadline, &mut results).await;
             // A chunk's receipts are marked while the next chunk goes to the sink, so the store
             // is kept busy across the sink's calls; the wave ends when every mark is known.
             let mut marking = FuturesUnordered::new();
@@ -102,17 +105,30 @@ impl<S: LeadSink + Sync, R: ReceiptStore + Sync> Handler<S, R> {
     /// The wave without the leads whose receipts are finished already, settled as
     /// `already_finished`: in a batch handed back and replayed, the leads after its failure
     /// that were written (the stream's images still say `RECEIVED`). One consistent read per
-    /// 100 receipts; a store that does not answer leaves the wave whole (the sinks' writes
-    /// are keyed by the submission, so a lead sent again is the same lead).
+    /// 100 receipts (of the leads before the lowest known failure), within
+    /// [`FINISHED_READ_LIMIT`] and only when that and a batch still fit before the deadline;
+    /// a store that does not answer in time leaves the wave whole (the sinks' writes are keyed
+    /// by the submission, so a lead sent again is the same lead).
     async fn without_finished(
         &self,
         records: &[EventRecord],
         wave: Vec<Pending>,
+        lowest: &AtomicUsize,
+        deadline: Option<Instant>,
         results: &mut [Option<Settled>],
     ) -> Vec<Pending> {
-        let receipts: Vec<(&str, &str)> =
-            wave.iter().map(|p| (p.receipt.key.as_str(), p.receipt.received_at.as_str())).collect();
-        let finished = match self.receipts.finished(&receipts).await {
+        let budget = FINISHED_READ_LIMIT + self.sink.batch_budget();
+        if deadline.is_some_and(|deadline| Instant::now() + budget > deadline) {
+            return wave;
+        }
+        let low = lowest.load(Ordering::Acquire);
+        let receipts: Vec<(&str, &str)> = wave
+            .iter()
+            .filter(|p| !past(p.index, low))
+            .map(|p| (p.receipt.key.as_str(), p.receipt.received_at.as_str()))
+            .collect();
+        let read = tokio::time::timeout(FINISHED_READ_LIMIT, self.receipts.finished(&receipts)).await;
+        let finished = match read.unwrap_or(Err(ReceiptStoreError("receipt_store_timeout"))) {
             Ok(finished) => finished,
             Err(error) => {
                 let first = &wave[0];

@@ -143,8 +143,9 @@ async fn a_lead_to_retry_is_the_lowest_record_reported_and_its_neighbours_are_st
     assert_eq!(handler.sink.calls(), [ids(&["sub_2"])]);
 }
 
-/// A store whose read of finished receipts fails; its marks are the memory store's.
-struct Unread(MemoryReceipts);
+/// A store whose read of finished receipts takes `.1` (tokio's clock) and then fails, or
+/// answers as the memory store when `.2`; its marks are the memory store's.
+struct Unread(MemoryReceipts, Duration, bool);
 
 impl ReceiptStore for Unread {
     async fn get(&self, key: &str) -> Result<Option<shared::dynamo::Item>, crate::receipts::ReceiptStoreError> {
@@ -153,9 +154,13 @@ impl ReceiptStore for Unread {
 
     async fn finished(
         &self,
-        _receipts: &[(&str, &str)],
+        receipts: &[(&str, &str)],
     ) -> Result<std::collections::HashSet<String>, crate::receipts::ReceiptStoreError> {
-        Err(crate::receipts::ReceiptStoreError("receipt_store_unreachable"))
+        tokio::time::sleep(self.1).await;
+        match self.2 {
+            true => self.0.finished(receipts).await,
+            false => Err(crate::receipts::ReceiptStoreError("receipt_store_unreachable")),
+        }
     }
 
     async fn mark(
@@ -181,12 +186,62 @@ async fn a_replay_whose_store_read_fails_sends_every_lead_and_each_settles_once(
         backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(100, Duration::ZERO),
-        receipts: Unread(receipts),
+        receipts: Unread(receipts, Duration::ZERO, false),
     };
     let (response, tally) = handler.handle_counted(rest, None).await;
     assert!(failures(&response).is_empty());
     assert_eq!(handler.sink.calls(), [ids(&["sub_2", "sub_3", "sub_4", "sub_5"])], "nothing held back");
     assert_eq!((tally.written, tally.absorbed), (2, 2));
+}
+
+/// Sub_3 and sub_4 finished, the rest RECEIVED.
+async fn two_finished() -> MemoryReceipts {
+    let receipts = five_receipts();
+    for id in ["sub_3", "sub_4"] {
+        receipts.mark(&super::tests::key(id), super::tests::AT, Mark::Completed, "now").await.unwrap();
+    }
+    receipts
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_read_of_finished_receipts_is_made_only_when_it_and_a_batch_fit_before_the_deadline() {
+    let budget = Duration::from_secs(10);
+    for (spare, read) in [(Duration::ZERO, true), (Duration::from_millis(1), true), (Duration::ZERO, false)] {
+        let handler = Handler {
+            backoff: Default::default(),
+            mapping: Default::default(),
+            sink: BatchSink::new(100, budget),
+            receipts: two_finished().await,
+        };
+        let fits = super::batched::FINISHED_READ_LIMIT + budget + spare;
+        let deadline = Instant::now() + if read { fits } else { fits - Duration::from_millis(1) };
+        let (response, _) = handler.handle_counted(event("batch_of_five.json"), Some(deadline)).await;
+        assert!(failures(&response).is_empty());
+        let sent =
+            if read { ids(&["sub_1", "sub_2", "sub_5"]) } else { ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]) };
+        assert_eq!(handler.sink.calls(), [sent], "spare {spare:?}, read {read}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_of_finished_receipts_that_outlasts_its_limit_sends_the_wave_whole() {
+    let limit = super::batched::FINISHED_READ_LIMIT;
+    for (took, whole) in [(limit - Duration::from_millis(1), false), (limit + Duration::from_millis(1), true)] {
+        let handler = Handler {
+            backoff: Default::default(),
+            mapping: Default::default(),
+            sink: BatchSink::new(100, Duration::ZERO),
+            receipts: Unread(two_finished().await, took, true),
+        };
+        let start = Instant::now();
+        let (response, tally) = handler.handle_counted(event("batch_of_five.json"), None).await;
+        assert!(failures(&response).is_empty());
+        let sent =
+            if whole { ids(&["sub_1", "sub_2", "sub_3", "sub_4", "sub_5"]) } else { ids(&["sub_1", "sub_2", "sub_5"]) };
+        assert_eq!(handler.sink.calls(), [sent], "read took {took:?}");
+        assert_eq!(tally.absorbed, 2);
+        assert!(start.elapsed() <= limit, "never waited past the limit: {:?}", start.elapsed());
+    }
 }
 
 #[tokio::test]
@@ -341,7 +396,7 @@ async fn one_receipts_records_are_sent_in_stream_order() {
         backoff: Default::default(),
         mapping: Default::default(),
         sink: BatchSink::new(100, Duration::ZERO),
-        receipts: Unread(five_receipts()),
+        receipts: Unread(five_receipts(), Duration::ZERO, false),
     };
     let (response, _) = handler.handle_counted(batch, None).await;
     assert!(failures(&response).is_empty());

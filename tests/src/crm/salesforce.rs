@@ -22,8 +22,8 @@
 //! - an external ID field that is Unique and case sensitive by default, or case insensitive
 //!   (`case_insensitive_ids`, Salesforce's default once Unique is ticked): then values that
 //!   differ only in case match one Lead, as Salesforce's upsert matches them;
-//! - a lock on one record of a collection (`failing_once`: `UNABLE_TO_LOCK_ROW`, "Status Codes
-//!   and Error Responses", which says to retry), the record saved when sent again;
+//! - a lock on one record of a collection (`failing_once`: the SaveResult's `UNABLE_TO_LOCK_ROW`,
+//!   SOAP API Developer Guide "StatusCode", "Record Locking"), the record saved when sent again;
 //! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
 //!   refused, `DUPLICATE_VALUE` when both would insert and `UNABLE_TO_LOCK_ROW` when the Lead
 //!   exists; `locked` rows are held by another transaction;
