@@ -261,7 +261,7 @@ fn is_config_error(body: &Value) -> bool {
 
 /// Input `id`'s result in a 200, 201 or 207 upsert answer: its result's object ID, matched by
 /// `objectWriteTraceId` or the ID property's value (emails without case); else its error, by the
-/// ID it names; else retried (`sink_unexpected_answer`: the write may not have happened, and
+/// ID it names (a ticket's `CONFLICT` retried, as a 409 is); else retried (`sink_unexpected_answer`: the write may not have happened, and
 /// the upsert is keyed, so trying again is harmless).
 fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written {
     // Emails as the sink groups them (lowercase), so a contact's answer finds its input.
@@ -278,6 +278,9 @@ fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written
     match refusals.next() {
         Some(error) if object == "contacts" && error["category"] == "CONFLICT" => Err(CONTACT_CONFLICT),
         Some(error) if object == "contacts" => Err(classify_contact_error(error)),
+        // Another write of the same ticket at the same time: as a 409 answer, retried (the
+        // retry reads the ticket first and finds it).
+        Some(error) if error["category"] == "CONFLICT" => Err(crate::sink::http::classify_status(409, None)),
         Some(error) => Err(classify_error(error)),
         None => Err(UNEXPECTED),
     }
@@ -340,5 +343,15 @@ mod tests {
             "errors": [{"code": "INVALID_PHONE_NUMBER", "context": {"propertyName": ["phone"]}}]}]});
         assert_eq!(written("contacts", "email", "x@y", &phone), Err(super::super::api::CONTACT_PROPERTY_REFUSED));
         assert_eq!(written("tickets", "sid", "x@y", &phone), Err(SinkError::Permanent { reason: "sink_rejected" }));
+    }
+
+    #[test]
+    fn a_ticket_s_conflict_in_a_207_is_retried_never_failed() {
+        let answer = json!({"status": "COMPLETE", "results": [],
+            "errors": [{"category": "CONFLICT", "context": {"id": ["sub_1"]}, "message": "conflict"}]});
+        assert_eq!(
+            written("tickets", "sid", "sub_1", &answer),
+            Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None })
+        );
     }
 }
