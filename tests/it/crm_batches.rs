@@ -355,6 +355,25 @@ async fn hubspot_a_daily_429_without_headers_holds_the_next_calls() {
     assert!(state.tickets.is_empty());
 }
 
+/// HubSpot's usage guidelines: the portal's day (`X-HubSpot-RateLimit-Daily`) is shared by
+/// every app; the sink leaves its last tenth to the others, as Salesforce's sink leaves the
+/// org's.
+#[tokio::test]
+async fn hubspot_stops_at_nine_tenths_of_the_portal_s_day_and_hands_the_records_back() {
+    let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
+    let sink = hubspot(&standin).await;
+    standin.state.lock().unwrap().daily_remaining = 25_002;
+    let leads = [sample_lead("sub_hres_1"), sample_lead("sub_hres_2")];
+    let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
+    let reserved = Err(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None });
+    // The batch's second call is answered with 25,000 left: its third is not sent.
+    assert_eq!(sink.upsert_batch(&items, None).await, [reserved, reserved]);
+    assert_eq!(sink.upsert_batch(&items, None).await, [reserved, reserved], "held: no call at all");
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.daily_remaining, 25_000, "no call into the portal's last tenth");
+    assert!(state.tickets.is_empty());
+}
+
 /// An answer that is not a 429 and carries no window headers (HubSpot documents them on every
 /// answer but search's) holds no call: the batch's four calls go at once.
 #[tokio::test]

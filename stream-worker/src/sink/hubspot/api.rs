@@ -265,13 +265,15 @@ pub fn ticket_properties(
 impl HubSpot {
     /// Holds a call until the rate-limit window has room for it, while the wait fits
     /// ([`pace::wait_fits`]); a wait that does not is not waited: `sink_paced`, with the wait as
-    /// the pause, and the handler hands the records back. A used-up day is `sink_daily_limit`.
+    /// the pause, and the handler hands the records back. A used-up day is `sink_daily_limit`;
+    /// one down to its reserve, `sink_allocation_reserved`.
     pub(super) async fn pace(&self, deadline: Option<Instant>) -> Result<(), SinkError> {
         loop {
             let hold = self.pacer.lock().map_err(|_| PACER_POISONED)?.try_send(Instant::now());
             match hold {
                 Ok(()) => return Ok(()),
                 Err(Hold::DayUsedUp) => return Err(DAY_USED_UP),
+                Err(Hold::DayReserved) => return Err(DAY_RESERVED),
                 Err(Hold::Wait(wait)) if pace::wait_fits(wait, Instant::now(), deadline) => {
                     tokio::time::sleep(wait).await;
                 }
@@ -292,6 +294,10 @@ impl HubSpot {
 
 /// The portal's day used up: said by `Daily-Remaining: 0` or a 429's `policyName: DAILY`.
 pub(super) const DAY_USED_UP: SinkError = SinkError::Retryable { reason: "sink_daily_limit", retry_after: None };
+
+/// The portal's day down to the tenth kept for its other integrations ([`pace::DAY_RESERVE_PERCENT`]).
+pub(super) const DAY_RESERVED: SinkError =
+    SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None };
 
 const PACER_POISONED: SinkError = SinkError::Retryable { reason: "sink_session_poisoned", retry_after: None };
 

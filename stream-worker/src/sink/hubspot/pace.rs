@@ -15,7 +15,9 @@
 //! fuller batches, instead of spending the day by noon and waiting for midnight. The spacing
 //! is never over a minute (the last calls of a day go one a minute). A portal whose day is
 //! used up (`Daily-Remaining: 0`, or a 429's `policyName: DAILY`) is called once a minute at
-//! most, to learn when it is back.
+//! most, to learn when it is back. So is a portal whose day is down to its last tenth
+//! (`Daily-Remaining` at most a tenth of `X-HubSpot-RateLimit-Daily`, when an answer carries
+//! both): the portal's other integrations keep it, as Salesforce's 90 % stop keeps the org's.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -27,6 +29,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How long a used-up day holds calls before one goes to see whether it is back.
 pub const DAY_PROBE_AFTER: Duration = Duration::from_secs(60);
+
+/// The share of the portal's day, in percent, left to the portal's other integrations.
+pub const DAY_RESERVE_PERCENT: u64 = 10;
 
 /// The longest time the day's remaining calls must last.
 pub const DAY: Duration = Duration::from_secs(86_400);
@@ -54,6 +59,8 @@ pub struct Limits {
     pub remaining: Option<u32>,
     pub interval: Option<Duration>,
     pub daily_remaining: Option<u64>,
+    /// The portal's day (`X-HubSpot-RateLimit-Daily`).
+    pub daily: Option<u64>,
 }
 
 impl Limits {
@@ -69,6 +76,7 @@ impl Limits {
                     limits.interval = value.parse().ok().filter(|ms| *ms > 0).map(Duration::from_millis)
                 }
                 "x-hubspot-ratelimit-daily-remaining" => limits.daily_remaining = value.parse().ok(),
+                "x-hubspot-ratelimit-daily" => limits.daily = value.parse().ok().filter(|day| *day > 0),
                 _ => {}
             }
         }
@@ -101,6 +109,8 @@ pub enum Hold {
     Wait(Duration),
     /// The portal's daily allocation is used up.
     DayUsedUp,
+    /// The portal's day is down to its reserve ([`DAY_RESERVE_PERCENT`]).
+    DayReserved,
 }
 
 /// The state of the window as this worker knows it.
@@ -112,8 +122,10 @@ pub struct Pacer {
     sent: VecDeque<Instant>,
     /// The last answer's `Remaining`, less the calls sent since, and when it came.
     remaining: Option<(u32, Instant)>,
-    /// When an answer last said the day is used up.
-    day_used_up: Option<Instant>,
+    /// When an answer last said the day is used up, or down to its reserve, and which.
+    day_closed: Option<(Instant, Hold)>,
+    /// The portal's day, as the last answer that said it.
+    daily: Option<u64>,
     /// The last answer's `Daily-Remaining`.
     daily_remaining: Option<u64>,
     /// When this worker sent its last call.
@@ -140,12 +152,12 @@ impl Pacer {
 
     /// Why a call at `now` may not go, if it may not.
     fn hold(&mut self, now: Instant) -> Option<Hold> {
-        if let Some(at) = self.day_used_up {
+        if let Some((at, closed)) = self.day_closed {
             if now < at + DAY_PROBE_AFTER {
-                return Some(Hold::DayUsedUp);
+                return Some(closed);
             }
             // The probe: nothing is known of the day until its answer.
-            self.day_used_up = None;
+            self.day_closed = None;
             self.daily_remaining = None;
         }
         let interval = self.interval();
@@ -187,9 +199,18 @@ impl Pacer {
         if let Some(remaining) = limits.remaining {
             self.remaining = Some((remaining, now));
         }
-        if let Some(daily) = limits.daily_remaining {
-            self.day_used_up = (daily == 0).then_some(now);
-            self.daily_remaining = Some(daily);
+        if limits.daily.is_some() {
+            self.daily = limits.daily;
+        }
+        if let Some(left) = limits.daily_remaining {
+            let reserved =
+                self.daily.is_some_and(|day| left.saturating_mul(100) <= day.saturating_mul(DAY_RESERVE_PERCENT));
+            self.day_closed = match left {
+                0 => Some((now, Hold::DayUsedUp)),
+                _ if reserved => Some((now, Hold::DayReserved)),
+                _ => None,
+            };
+            self.daily_remaining = Some(left);
         }
     }
 }
@@ -199,7 +220,13 @@ mod tests {
     use super::*;
 
     fn limits(max: u32, remaining: u32) -> Limits {
-        Limits { max: Some(max), remaining: Some(remaining), interval: Some(DEFAULT_INTERVAL), daily_remaining: None }
+        Limits {
+            max: Some(max),
+            remaining: Some(remaining),
+            interval: Some(DEFAULT_INTERVAL),
+            daily_remaining: None,
+            daily: None,
+        }
     }
 
     #[test]
@@ -211,7 +238,7 @@ mod tests {
             ("X-HubSpot-RateLimit-Daily-Remaining", "249990"),
             ("X-HubSpot-RateLimit-Daily", "250000"),
         ]);
-        assert_eq!(read, Limits { daily_remaining: Some(249_990), ..limits(100, 7) });
+        assert_eq!(read, Limits { daily_remaining: Some(249_990), daily: Some(250_000), ..limits(100, 7) });
         let odd = Limits::from_headers([
             ("x-hubspot-ratelimit-remaining", "-1"),
             ("x-hubspot-ratelimit-interval-milliseconds", "0"),
@@ -290,6 +317,31 @@ mod tests {
         // Used up again, then the probe a minute later is not held by the day's spacing.
         pacer.observe(probe + DAY_PROBE_AFTER, used_up);
         assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER), Ok(()), "the next probe goes");
+    }
+
+    #[test]
+    fn the_last_tenth_of_the_portal_s_day_is_left_to_its_other_integrations() {
+        let start = Instant::now();
+        let day = |left: u64| Limits { daily_remaining: Some(left), daily: Some(250_000), ..Limits::default() };
+        let mut pacer = Pacer::default();
+        pacer.observe(start, day(25_001));
+        assert_eq!(pacer.try_send(start), Ok(()), "above the tenth");
+        pacer.observe(start, day(25_000));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(59)), Err(Hold::DayReserved), "a tenth left");
+        let probe = start + DAY_PROBE_AFTER;
+        assert_eq!(pacer.try_send(probe), Ok(()), "one call a minute asks whether the day is back");
+        pacer.observe(probe, day(24_999));
+        assert_eq!(pacer.try_send(probe + Duration::from_secs(1)), Err(Hold::DayReserved));
+        // A new day (the portal's midnight): calls go again.
+        pacer.observe(probe + DAY_PROBE_AFTER, day(250_000));
+        assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER), Ok(()));
+        // The day's size as the last answer that said it; an answer without it keeps it.
+        pacer.observe(probe + 2 * DAY_PROBE_AFTER, Limits { daily_remaining: Some(100), ..Limits::default() });
+        assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER + Duration::from_secs(1)), Err(Hold::DayReserved));
+        // Without the day's size (an OAuth app's answers carry none), only a used-up day holds.
+        let mut pacer = Pacer::default();
+        pacer.observe(start, Limits { daily_remaining: Some(1), ..Limits::default() });
+        assert_eq!(pacer.try_send(start), Ok(()));
     }
 
     /// A 429 without rate-limit headers still holds the next call: by its `policyName`, the
