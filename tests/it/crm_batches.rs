@@ -285,6 +285,28 @@ async fn salesforce_a_collection_with_one_lead_retried_sends_only_that_lead_agai
 }
 
 #[tokio::test]
+async fn salesforce_a_collection_that_outlasts_the_timeout_goes_again_in_smaller_ones_one_lead_each() {
+    let w = World::start("sf-batch-slow").await;
+    let standin = salesforce();
+    // The org's automation makes a collection of more than 50 Leads outlast the client's
+    // timeout; Salesforce saves them all the same.
+    let slow = stream_worker::sink::CALL_TIMEOUT + Duration::from_secs(1);
+    standin.state.lock().unwrap().slow_over = Some((50, slow));
+    let subs = ids("sub_sfs", 60);
+    for id in &subs {
+        w.deliver(id);
+    }
+    worker::drain(&w.poller(), &handler(&w, salesforce_sink(&standin).await)).await;
+    for id in &subs {
+        assert_eq!(status(&w, id), ("COMPLETED".into(), None), "{id}");
+    }
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.collections, [60, 50, 10], "after the timeout, collections of 50");
+    assert_eq!(state.leads.len(), 60, "one Lead per submission");
+    assert!(state.assignments.values().all(|&runs| runs == 1), "assignment rules ran once per Lead");
+}
+
+#[tokio::test]
 async fn salesforce_a_replayed_collection_beyond_one_query_is_found_in_turns_never_failed() {
     let standin = salesforce();
     let sink = salesforce_sink(&standin).await;

@@ -49,6 +49,7 @@ pub mod limits;
 pub mod lookup;
 pub mod mapped;
 pub mod refusals;
+pub mod size;
 
 pub use api::{classify_answer, Login, Salesforce, AUTO_ASSIGN_HEADER, DUPLICATE_RULE_HEADER};
 pub use lead::{external_id, fields, NOT_PROVIDED};
@@ -250,7 +251,7 @@ pub fn check_field(field: &str, description: Option<&serde_json::Value>) -> Resu
 
 impl LeadSink for Salesforce {
     fn batch_size(&self) -> usize {
-        batch::BATCH_SIZE
+        self.size.current()
     }
 
     async fn upsert_batch<'a>(

@@ -22,6 +22,8 @@
 //! - an external ID field that is Unique and case sensitive by default, or case insensitive
 //!   (`case_insensitive_ids`, Salesforce's default once Unique is ticked): then values that
 //!   differ only in case match one Lead, as Salesforce's upsert matches them;
+//! - a collection that runs long (`slow_over`: a client gives up while Salesforce commits; the
+//!   REST API's own limit is 10 minutes, "Limits" in the REST API Developer Guide);
 //! - a lock on one record of a collection (`failing_once`: the SaveResult's `UNABLE_TO_LOCK_ROW`,
 //!   SOAP API Developer Guide "StatusCode", "Record Locking"), the record saved when sent again;
 //! - row locks: an upsert holds its row for `hold`; another upsert of the same ID meanwhile is
@@ -111,6 +113,9 @@ pub struct SalesforceState {
     pub locked: BTreeSet<String>,
     /// Every upsert is refused with this code, as the org's setup would refuse it.
     pub org_refusal: Option<&'static str>,
+    /// A collection of more records than `.0` takes `.1` before it answers (the org's Lead
+    /// automation running long), and saves its records all the same.
+    pub slow_over: Option<(usize, Duration)>,
     /// A collection record of these external IDs is refused once each with
     /// `UNABLE_TO_LOCK_ROW` (another transaction held a record it touches), then saved.
     pub failing_once: BTreeSet<String>,
@@ -554,7 +559,14 @@ fn collection_save(
             json!([{"errorCode": "JSON_PARSER_ERROR", "message": format!("Cannot deserialize instance of {ty} from VALUE_STRING")}]),
         );
     }
-    shared.lock().unwrap().collections.push(records.len());
+    let slow_over = {
+        let mut state = shared.lock().unwrap();
+        state.collections.push(records.len());
+        state.slow_over
+    };
+    if let Some((_, takes)) = slow_over.filter(|(over, _)| records.len() > *over) {
+        std::thread::sleep(takes);
+    }
     let id_of = |record: &Value| {
         record
             .as_object()

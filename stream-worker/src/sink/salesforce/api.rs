@@ -42,6 +42,8 @@ pub struct Salesforce {
     /// The mapping typed by the org's describe, once read (at start, or before the first
     /// create when the start-up check could not reach the org).
     pub(super) typed: Mutex<Option<std::sync::Arc<crate::sink::typed_map::Typed>>>,
+    /// Records per collection call now ([`super::size`]).
+    pub(super) size: super::size::CollectionSize,
 }
 
 /// What the token request needs.
@@ -74,6 +76,7 @@ impl Salesforce {
             phone: AtomicBool::new(false),
             mapping: shared::field_map::FieldMapping::default(),
             typed: Mutex::new(None),
+            size: Default::default(),
         }
     }
 
@@ -143,7 +146,13 @@ impl Salesforce {
             Some(value) => request.header(AUTO_ASSIGN_HEADER, value),
             None => request,
         };
-        let response = request.send().await.map_err(|e| transport_error(&e))?;
+        let response = request.send().await.map_err(|e| {
+            // A create that outlasted the client's timeout: smaller collections from now on.
+            if e.is_timeout() {
+                self.size.note(true);
+            }
+            transport_error(&e)
+        })?;
         self.note_usage(response.headers());
         Ok(response)
     }

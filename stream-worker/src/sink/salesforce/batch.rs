@@ -28,8 +28,9 @@ use crate::sink::contract::{BatchItem, SinkError};
 use crate::sink::http::transport_error;
 use crate::sink::typed_map;
 
-/// Records per collection call: Salesforce takes up to 200.
-pub const BATCH_SIZE: usize = 200;
+/// Records per collection call at most: Salesforce takes up to 200 (fewer after a call that ran
+/// too long: [`super::size`]).
+pub const BATCH_SIZE: usize = super::size::STEPS[0];
 
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
@@ -250,7 +251,14 @@ impl Salesforce {
                 continue;
             }
             let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let text = response.text().await.map_err(|e| (transport_error(&e), Vec::new()))?;
+            let text = response.text().await.map_err(|e| {
+                if e.is_timeout() {
+                    self.size.note(true);
+                }
+                (transport_error(&e), Vec::new())
+            })?;
+            // Ran too long for Salesforce, or not: the size of the next collections.
+            self.size.note(ran_too_long(status, &text));
             if status == 200 {
                 let answers: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                 return answers.as_array().cloned().ok_or((UNEXPECTED, Vec::new()));
@@ -263,9 +271,24 @@ impl Salesforce {
     }
 }
 
+/// Whether a collection call's answer (`status`, body) says it ran too long for Salesforce.
+fn ran_too_long(status: u16, text: &str) -> bool {
+    status != 200 && refusals::errors(text).iter().any(|e| e.code == "REQUEST_RUNNING_TOO_LONG")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_that_says_the_request_ran_too_long_is_told_from_others() {
+        let too_long =
+            r#"[{"errorCode":"REQUEST_RUNNING_TOO_LONG","message":"Your request was running for too long"}]"#;
+        assert!(ran_too_long(400, too_long));
+        assert!(!ran_too_long(400, r#"[{"errorCode":"UNKNOWN_EXCEPTION","message":"x"}]"#));
+        assert!(!ran_too_long(503, "Service Unavailable"));
+        assert!(!ran_too_long(200, too_long), "a 200 is SaveResults");
+    }
 
     #[test]
     fn a_repeated_external_id_waits_for_the_next_call() {
