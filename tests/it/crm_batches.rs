@@ -384,11 +384,11 @@ async fn hubspot_a_daily_429_without_headers_holds_the_next_calls() {
 async fn hubspot_stops_at_nine_tenths_of_the_portal_s_day_and_hands_the_records_back() {
     let standin = HubSpotStandIn::start("pat-test", ID_PROPERTY);
     let sink = hubspot(&standin).await;
-    standin.state.lock().unwrap().daily_remaining = 25_002;
+    standin.state.lock().unwrap().daily_remaining = 25_001;
     let leads = [sample_lead("sub_hres_1"), sample_lead("sub_hres_2")];
     let items: Vec<BatchItem<'_>> = leads.iter().map(|lead| BatchItem { lead, receipt_key: "k" }).collect();
     let reserved = Err(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None });
-    // The batch's second call is answered with 25,000 left: its third is not sent.
+    // The batch's first call is answered with 25,000 left: its second is not sent.
     assert_eq!(sink.upsert_batch(&items, None).await, [reserved, reserved]);
     assert_eq!(sink.upsert_batch(&items, None).await, [reserved, reserved], "held: no call at all");
     let state = standin.state.lock().unwrap();

@@ -247,6 +247,22 @@ async fn hubspot_a_mapped_property_deleted_after_the_start_holds_the_leads_until
 }
 
 #[tokio::test]
+async fn hubspot_a_properties_read_held_by_the_portal_s_reserve_retries_the_lead_with_that_reason() {
+    let standin = portal();
+    let sink = mapped_sink(&standin, MAPPING).await;
+    // The mapping is read before the first write: its first call is answered with the day
+    // down to its last tenth, so its second is held.
+    standin.state.lock().unwrap().daily_remaining = 25_001;
+    let (profile, lead) = &leads("hres")[0];
+    let key = receipt_key(*profile, lead);
+    let reserved = Err(SinkError::Retryable { reason: "sink_allocation_reserved", retry_after: None });
+    assert_eq!(sink.upsert(lead, &key).await, reserved, "the day's own reason, which stands");
+    let state = standin.state.lock().unwrap();
+    assert_eq!(state.daily_remaining, 25_000);
+    assert!(state.tickets.is_empty());
+}
+
+#[tokio::test]
 async fn hubspot_a_mapping_naming_a_property_the_portal_lacks_or_cannot_take_refuses_to_start() {
     let standin = portal();
     let refused = |mapping: &'static str| {

@@ -25,7 +25,8 @@ pub enum SinkError {
 
 /// The retry reasons that stand until something changes: the sink's setup, which a person
 /// fixes (the org's rules and automation, a missing field or property, the credentials, the
-/// URL), and a used-up allocation, which a new day brings back (HubSpot's day, Salesforce's
+/// URL, a HubSpot ticket refused as a `CONFLICT`, which may be a unique property's value), and
+/// a used-up allocation, which a new day brings back (HubSpot's day and reserve, Salesforce's
 /// reserve). They refuse every try alike, so the handler spaces a record's tries
 /// ([`shared::backoff`]) instead of trying it at every invocation until then.
 pub fn stands(reason: &str) -> bool {
@@ -42,6 +43,7 @@ pub fn stands(reason: &str) -> bool {
             "sink_tls_config",
             "sink_daily_limit",
             "sink_allocation_reserved",
+            "sink_ticket_conflict",
         ]
         .contains(&reason)
 }
@@ -217,6 +219,7 @@ mod tests {
             "sink_tls_config",
             "sink_daily_limit",
             "sink_allocation_reserved",
+            "sink_ticket_conflict",
         ] {
             assert!(stands(reason), "{reason}");
         }

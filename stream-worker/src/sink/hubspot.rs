@@ -114,21 +114,30 @@ impl HubSpot {
     /// The contact and ticket properties (`GET /crm/v3/properties/{object}`), paced as every
     /// call is.
     async fn properties(&self) -> Result<(Vec<Value>, Vec<Value>), CheckError> {
+        self.read_both().await.map_err(|e| match e {
+            Err(e) => CheckError::Unreachable(format!("HubSpot could not be reached ({e:?})")),
+            Ok(check) => check,
+        })
+    }
+
+    /// The contacts' and tickets' properties; a call that failed (`Err`: unreachable, held by
+    /// the pacer for the window or the day) or an answer that refused (`Ok`).
+    async fn read_both(&self) -> Result<(Vec<Value>, Vec<Value>), Result<CheckError, SinkError>> {
         let mut both = Vec::new();
         for object in ["contacts", "tickets"] {
             let path = format!("/crm/v3/properties/{object}");
-            let answer = self.call(reqwest::Method::GET, &path, None, None).await;
-            let answer =
-                answer.map_err(|e| CheckError::Unreachable(format!("HubSpot could not be reached ({e:?})")))?;
+            let answer = self.call(reqwest::Method::GET, &path, None, None).await.map_err(Err)?;
             match answer.status {
                 200 => both.push(answer.body["results"].as_array().cloned().unwrap_or_default()),
                 401 | 403 => {
-                    return Err(CheckError::Wrong(format!(
+                    return Err(Ok(CheckError::Wrong(format!(
                         "HUBSPOT_TOKEN: HubSpot refused to list the {object} properties (the private app needs the {object} read scope)"
-                    )))
+                    ))))
                 }
                 status => {
-                    return Err(CheckError::Unreachable(format!("HubSpot answered {status} to listing properties")))
+                    return Err(Ok(CheckError::Unreachable(format!(
+                        "HubSpot answered {status} to listing properties"
+                    ))))
                 }
             }
         }
@@ -154,8 +163,10 @@ impl HubSpot {
             return Ok(Some(typed));
         }
         let retry = |reason: &'static str| SinkError::Retryable { reason, retry_after: None };
-        let (contacts, tickets) = self.properties().await.map_err(|e| match e {
-            CheckError::Wrong(_) => retry("sink_unauthorized"),
+        // A call held or failed keeps its own reason (a used-up or reserved day, the window).
+        let (contacts, tickets) = self.read_both().await.map_err(|e| match e {
+            Err(held @ SinkError::Retryable { .. }) => held,
+            Ok(CheckError::Wrong(_)) => retry("sink_unauthorized"),
             _ => retry("sink_unavailable"),
         })?;
         let typed = catalogue::resolve(&self.mapping, &contacts, &tickets, &self.id_property)

@@ -46,6 +46,9 @@ fn read_error(error: SinkError) -> SinkError {
     }
 }
 
+/// A ticket's `CONFLICT` in a 207.
+const TICKET_CONFLICT: SinkError = SinkError::Retryable { reason: "sink_ticket_conflict", retry_after: None };
+
 const UNEXPECTED: SinkError = SinkError::Retryable { reason: "sink_unexpected_answer", retry_after: None };
 
 /// A batch refused whole with no time left to split it: its inputs are retried.
@@ -261,7 +264,7 @@ fn is_config_error(body: &Value) -> bool {
 
 /// Input `id`'s result in a 200, 201 or 207 upsert answer: its result's object ID, matched by
 /// `objectWriteTraceId` or the ID property's value (emails without case); else its error, by the
-/// ID it names (a ticket's `CONFLICT` retried, as a 409 is); else retried (`sink_unexpected_answer`: the write may not have happened, and
+/// ID it names (a ticket's `CONFLICT` retried, `sink_ticket_conflict`); else retried (`sink_unexpected_answer`: the write may not have happened, and
 /// the upsert is keyed, so trying again is harmless).
 fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written {
     // Emails as the sink groups them (lowercase), so a contact's answer finds its input.
@@ -278,9 +281,11 @@ fn written(object: &str, id_property: &str, id: &str, answer: &Value) -> Written
     match refusals.next() {
         Some(error) if object == "contacts" && error["category"] == "CONFLICT" => Err(CONTACT_CONFLICT),
         Some(error) if object == "contacts" => Err(classify_contact_error(error)),
-        // Another write of the same ticket at the same time: as a 409 answer, retried (the
-        // retry reads the ticket first and finds it).
-        Some(error) if error["category"] == "CONFLICT" => Err(crate::sink::http::classify_status(409, None)),
+        // HubSpot documents no conflict for an upsert by a unique property: another write of the
+        // same ticket at that moment (the retry reads the ticket first and finds it), or a
+        // unique property's value another ticket holds, which stands. Retried, never FAILED,
+        // spaced as the portal's setup is.
+        Some(error) if error["category"] == "CONFLICT" => Err(TICKET_CONFLICT),
         Some(error) => Err(classify_error(error)),
         None => Err(UNEXPECTED),
     }
@@ -351,7 +356,7 @@ mod tests {
             "errors": [{"category": "CONFLICT", "context": {"id": ["sub_1"]}, "message": "conflict"}]});
         assert_eq!(
             written("tickets", "sid", "sub_1", &answer),
-            Err(SinkError::Retryable { reason: "sink_unavailable", retry_after: None })
+            Err(SinkError::Retryable { reason: "sink_ticket_conflict", retry_after: None })
         );
     }
 }

@@ -16,8 +16,9 @@
 //! is never over a minute (the last calls of a day go one a minute). A portal whose day is
 //! used up (`Daily-Remaining: 0`, or a 429's `policyName: DAILY`) is called once a minute at
 //! most, to learn when it is back. So is a portal whose day is down to its last tenth
-//! (`Daily-Remaining` at most a tenth of `X-HubSpot-RateLimit-Daily`, when an answer carries
-//! both): the portal's other integrations keep it, as Salesforce's 90 % stop keeps the org's.
+//! (`Daily-Remaining` at most a tenth of `X-HubSpot-RateLimit-Daily`, the day's size as the
+//! last answer that carried it said): the portal's other private apps keep it, as Salesforce's
+//! 90 % stop keeps the org's; the spacing spreads the calls above it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -27,7 +28,8 @@ use tokio::time::Instant;
 /// The window HubSpot documents when an answer does not say (10 seconds).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
-/// How long a used-up day holds calls before one goes to see whether it is back.
+/// How long a used-up day (or one down to its reserve) holds calls before one goes to see
+/// whether it is back.
 pub const DAY_PROBE_AFTER: Duration = Duration::from_secs(60);
 
 /// The share of the portal's day, in percent, left to the portal's other integrations.
@@ -168,8 +170,11 @@ impl Pacer {
             // An answer an interval old says nothing about the window now.
             self.remaining = None;
         }
-        // The day: the remaining calls spread over 24 hours, and at least one a minute.
+        // The day: the remaining calls above the reserve spread over 24 hours, and at least one
+        // a minute.
         if let (Some(remaining), Some(last)) = (self.daily_remaining, self.last_sent) {
+            let reserve = self.daily.map_or(0, |day| day.saturating_mul(DAY_RESERVE_PERCENT) / 100);
+            let remaining = remaining.saturating_sub(reserve);
             let spacing = (DAY / u32::try_from(remaining.max(1)).unwrap_or(u32::MAX)).min(DAY_PROBE_AFTER);
             if now < last + spacing {
                 return Some(Hold::Wait(last + spacing - now));
@@ -242,6 +247,7 @@ mod tests {
         let odd = Limits::from_headers([
             ("x-hubspot-ratelimit-remaining", "-1"),
             ("x-hubspot-ratelimit-interval-milliseconds", "0"),
+            ("x-hubspot-ratelimit-daily", "0"),
         ]);
         assert_eq!(odd, Limits::default());
     }
@@ -338,6 +344,18 @@ mod tests {
         // The day's size as the last answer that said it; an answer without it keeps it.
         pacer.observe(probe + 2 * DAY_PROBE_AFTER, Limits { daily_remaining: Some(100), ..Limits::default() });
         assert_eq!(pacer.try_send(probe + 2 * DAY_PROBE_AFTER + Duration::from_secs(1)), Err(Hold::DayReserved));
+        // A used-up day is that, whatever the reserve.
+        pacer.observe(probe + 3 * DAY_PROBE_AFTER, day(0));
+        assert_eq!(pacer.try_send(probe + 3 * DAY_PROBE_AFTER), Err(Hold::DayUsedUp));
+        // The calls above the reserve are what the spacing spreads over 24 hours: 26,000 left
+        // of 250,000 is 1,000 usable, one per 86.4 s, at most a minute apart.
+        let mut pacer = Pacer::default();
+        pacer.observe(start, day(26_000));
+        assert_eq!(pacer.try_send(start), Ok(()));
+        assert_eq!(pacer.try_send(start + Duration::from_secs(1)), Err(Hold::Wait(Duration::from_secs(59))));
+        pacer.observe(start, day(125_000));
+        // 100,000 usable: one per 0.864 s.
+        assert_eq!(pacer.try_send(start + Duration::from_millis(800)), Err(Hold::Wait(Duration::from_millis(64))));
         // Without the day's size (an OAuth app's answers carry none), only a used-up day holds.
         let mut pacer = Pacer::default();
         pacer.observe(start, Limits { daily_remaining: Some(1), ..Limits::default() });

@@ -257,8 +257,10 @@ impl Salesforce {
                 }
                 (transport_error(&e), Vec::new())
             })?;
-            // Ran too long for Salesforce, or not: the size of the next collections.
-            self.size.note(ran_too_long(status, &text));
+            // Ran too long for Salesforce, or answered in time: the size of the next collections.
+            if let Some(too_long) = ran_too_long(status, &text) {
+                self.size.note(too_long);
+            }
             if status == 200 {
                 let answers: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                 return answers.as_array().cloned().ok_or((UNEXPECTED, Vec::new()));
@@ -271,9 +273,14 @@ impl Salesforce {
     }
 }
 
-/// Whether a collection call's answer (`status`, body) says it ran too long for Salesforce.
-fn ran_too_long(status: u16, text: &str) -> bool {
-    status != 200 && refusals::errors(text).iter().any(|e| e.code == "REQUEST_RUNNING_TOO_LONG")
+/// What a collection call's answer (`status`, body) says of its size: too long for Salesforce
+/// (`REQUEST_RUNNING_TOO_LONG`), in time (a 200), or nothing (any other refusal).
+fn ran_too_long(status: u16, text: &str) -> Option<bool> {
+    match status {
+        200 => Some(false),
+        _ if refusals::errors(text).iter().any(|e| e.code == "REQUEST_RUNNING_TOO_LONG") => Some(true),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -284,10 +291,11 @@ mod tests {
     fn an_answer_that_says_the_request_ran_too_long_is_told_from_others() {
         let too_long =
             r#"[{"errorCode":"REQUEST_RUNNING_TOO_LONG","message":"Your request was running for too long"}]"#;
-        assert!(ran_too_long(400, too_long));
-        assert!(!ran_too_long(400, r#"[{"errorCode":"UNKNOWN_EXCEPTION","message":"x"}]"#));
-        assert!(!ran_too_long(503, "Service Unavailable"));
-        assert!(!ran_too_long(200, too_long), "a 200 is SaveResults");
+        assert_eq!(ran_too_long(400, too_long), Some(true));
+        assert_eq!(ran_too_long(500, too_long), Some(true));
+        assert_eq!(ran_too_long(400, r#"[{"errorCode":"UNKNOWN_EXCEPTION","message":"x"}]"#), None);
+        assert_eq!(ran_too_long(503, "Service Unavailable"), None, "says nothing of the size");
+        assert_eq!(ran_too_long(200, too_long), Some(false), "a 200 is SaveResults, in time");
     }
 
     #[test]

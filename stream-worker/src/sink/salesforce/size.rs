@@ -24,7 +24,7 @@ pub struct CollectionSize {
 impl CollectionSize {
     /// Records per call now.
     pub fn current(&self) -> usize {
-        STEPS[self.step.load(Ordering::Relaxed).min(STEPS.len() - 1)]
+        STEPS[self.step.load(Ordering::Relaxed)]
     }
 
     /// Notes one call: whether it ran too long.
@@ -65,7 +65,12 @@ mod tests {
         }
         size.note(true);
         assert_eq!(size.current(), 10);
-        for _ in 0..2 * GROW_AFTER {
+        for _ in 0..GROW_AFTER - 1 {
+            size.note(false);
+        }
+        assert_eq!(size.current(), 10, "counted afresh after the one too long");
+        size.note(false);
+        for _ in 0..GROW_AFTER {
             size.note(false);
         }
         assert_eq!(size.current(), 200);
